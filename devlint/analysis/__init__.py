@@ -1,0 +1,1 @@
+"""What rules ask of a file: import aliases, scopes and guards, and (later) devices."""

@@ -1,0 +1,178 @@
+"""Where a node stands: the state a rule may ask about while the engine walks a file.
+
+The engine walks the tree once, in source order, and keeps here the ancestors of the
+current node, the enclosing functions and classes, and what guards them. Rules ask; they
+never walk the tree themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from devlint.analysis.guards import GuardOracle, assigned_guard_names, exits_block
+from devlint.analysis.names import ImportTable, local_bindings
+from devlint.analysis.tree import bound_names, dotted_name
+
+if TYPE_CHECKING:
+    from devlint.config import Config
+
+_SKIP_DECORATORS = {"skipIf": False, "skipif": False, "skipUnless": True}
+_FUNCTIONS = (cst.FunctionDef, cst.Lambda)
+
+
+@dataclass
+class FileContext:
+    module: cst.Module
+    path: str
+    config: Config
+    imports: ImportTable = field(init=False)
+    guards: GuardOracle = field(init=False)
+    ancestors: list[cst.CSTNode] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        self.imports = ImportTable(self.module)
+        self.guards = GuardOracle(self.qualify)
+        self._guarded: set[int] = set()
+        self._bindings: dict[int, frozenset[str]] = {}
+        self._assigned: set[tuple[int, str]] = set()
+        self._torch_names = frozenset(self.imports.aliases)
+
+    # -- names -----------------------------------------------------------------------
+
+    def qualify(self, node: cst.BaseExpression) -> str | None:
+        """The qualified name of `node` (`torch.cuda.amp.autocast`), honouring shadowing."""
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None
+        head = dotted.split(".", 1)[0]
+        if head not in self._torch_names:
+            return None
+        shadowed = frozenset({head}) if self.is_local(head) else frozenset()
+        return self.imports.qualify(node, shadowed)
+
+    def is_local(self, name: str) -> bool:
+        """Is `name` bound (by other than an import) in one of the enclosing functions?"""
+        return any(name in self.bindings_of(f) for f in self.functions())
+
+    def bindings_of(self, function: cst.FunctionDef | cst.Lambda) -> frozenset[str]:
+        key = id(function)
+        names = self._bindings.get(key)
+        if names is None:
+            names = self._bindings[key] = local_bindings(function)
+        return names
+
+    def assigned_before(self, function: cst.CSTNode, name: str) -> bool:
+        """Has the walk already passed an assignment of `name` inside `function`?"""
+        return (id(function), name) in self._assigned
+
+    # -- where we are ----------------------------------------------------------------
+
+    @property
+    def node(self) -> cst.CSTNode:
+        return self.ancestors[-1]
+
+    def parent(self, node: cst.CSTNode | None = None) -> cst.CSTNode | None:
+        index = self._index(node)
+        return self.ancestors[index - 1] if index > 0 else None
+
+    def _index(self, node: cst.CSTNode | None) -> int:
+        if node is None:
+            return len(self.ancestors) - 1
+        for index in range(len(self.ancestors) - 1, -1, -1):
+            if self.ancestors[index] is node:
+                return index
+        raise ValueError("node is not on the current path")
+
+    def functions(self) -> list[cst.FunctionDef | cst.Lambda]:
+        """Enclosing functions, innermost first."""
+        return [n for n in reversed(self.ancestors) if isinstance(n, _FUNCTIONS)]
+
+    def enclosing_class(self) -> cst.ClassDef | None:
+        for node in reversed(self.ancestors):
+            if isinstance(node, cst.ClassDef):
+                return node
+            if isinstance(node, _FUNCTIONS) and node is not self.ancestors[-1]:
+                # a method's class is one function up; a nested function's is not
+                continue
+        return None
+
+    def top_level_statement(self) -> cst.CSTNode | None:
+        return self.ancestors[1] if len(self.ancestors) > 1 else None
+
+    def in_accelerator_branch(self, node: cst.CSTNode | None = None) -> bool:
+        """Is `node` (default: the current node) only reached when an accelerator exists?"""
+        end = self._index(node)
+        oracle = self.guards
+        for index in range(end, 0, -1):
+            child, parent = self.ancestors[index], self.ancestors[index - 1]
+            if id(child) in self._guarded:
+                return True
+            if isinstance(parent, cst.If):
+                if child is parent.body and oracle.when_true(parent.test):
+                    return True
+                if child is parent.orelse and oracle.when_false(parent.test):
+                    return True
+            elif isinstance(parent, cst.IfExp):
+                if child is parent.body and oracle.when_true(parent.test):
+                    return True
+                if child is parent.orelse and oracle.when_false(parent.test):
+                    return True
+            elif isinstance(parent, cst.BooleanOperation) and child is parent.right:
+                if isinstance(parent.operator, cst.And) and oracle.when_true(parent.left):
+                    return True
+                if isinstance(parent.operator, cst.Or) and oracle.when_false(parent.left):
+                    return True
+            elif isinstance(parent, cst.While) and child is parent.body:
+                if oracle.when_true(parent.test):
+                    return True
+        return False
+
+    # -- bookkeeping, called by the engine's walk ------------------------------------
+
+    def enter(self, node: cst.CSTNode) -> None:
+        self.ancestors.append(node)
+        if isinstance(node, (cst.Module, cst.IndentedBlock)):
+            self._scan_block(node.body)
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            if any(self._decorator_guards(d.decorator) for d in node.decorators):
+                self._guarded.add(id(node))
+        elif isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For)):
+            functions = self.functions()
+            if functions:
+                for name in bound_names(node.target):
+                    self._assigned.add((id(functions[0]), name))
+
+    def leave(self) -> None:
+        self.ancestors.pop()
+
+    def _scan_block(self, body: tuple[cst.BaseStatement, ...]) -> None:
+        oracle = self.guards
+        guarded = False
+        for stmt in body:
+            if guarded:
+                self._guarded.add(id(stmt))
+                continue
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Assign) and oracle.mentions_guard(small.value):
+                        for target in small.targets:
+                            oracle.guard_names.update(assigned_guard_names(target.target))
+                    elif isinstance(small, cst.Assert) and oracle.when_true(small.test):
+                        guarded = True
+            elif isinstance(stmt, cst.If) and stmt.orelse is None:
+                if oracle.when_false(stmt.test) and stmt.body.body and exits_block(stmt.body.body[-1]):
+                    guarded = True
+
+    def _decorator_guards(self, decorator: cst.BaseExpression) -> bool:
+        func = decorator.func if isinstance(decorator, cst.Call) else decorator
+        name = dotted_name(func) or ""
+        last = name.rsplit(".", 1)[-1]
+        if isinstance(decorator, cst.Call) and last in _SKIP_DECORATORS and decorator.args:
+            test = decorator.args[0].value
+            when = self.guards.when_true if _SKIP_DECORATORS[last] else self.guards.when_false
+            return when(test)
+        lowered = name.lower()
+        return "cuda" in lowered or "gpu" in lowered

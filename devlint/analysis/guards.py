@@ -1,0 +1,133 @@
+"""Availability guards: is this code only reached when an accelerator is present?
+
+`if torch.cuda.is_available():`, `"cuda" if use_cuda else "cpu"`, `if x.is_cuda:`,
+`if device.type == "cuda":`, `if not torch.cuda.is_available(): return` before it, a
+`skipif(not torch.cuda.is_available())` decorator, and names assigned from any of these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import libcst as cst
+
+from devlint.analysis.tree import dotted_name, string_value
+
+ACCELERATOR_TYPES = ("cuda", "mps", "xpu", "npu", "hpu")
+
+AVAILABILITY_CALLS = frozenset(
+    {
+        "torch.cuda.is_available", "torch.accelerator.is_available",
+        "torch.backends.mps.is_available", "torch.mps.is_available",
+        "torch.xpu.is_available", "torch.npu.is_available", "torch.hpu.is_available",
+        "torch.cuda.device_count", "torch.accelerator.device_count",
+        "torch.cuda.is_initialized",
+    }
+)  # fmt: skip
+
+_ACCELERATOR_ATTRS = frozenset({"is_cuda", "is_mps", "is_xpu"})
+
+
+def accelerator_type(literal: str) -> str | None:
+    """`"cuda:1"` -> `"cuda"`; None for `"cpu"`, `"meta"` and anything not a device."""
+    kind = literal.split(":", 1)[0].strip()
+    return kind if kind in ACCELERATOR_TYPES else None
+
+
+class GuardOracle:
+    """Decides whether a test expression implies that an accelerator is present.
+
+    `qualify` resolves import aliases; `guard_names` holds names (and attribute names)
+    assigned from availability checks so far.
+    """
+
+    def __init__(self, qualify: Callable[[cst.BaseExpression], str | None]) -> None:
+        self._qualify = qualify
+        self.guard_names: set[str] = set()
+
+    def mentions_guard(self, expr: cst.BaseExpression) -> bool:
+        """For assignments: does the value carry availability knowledge at all?"""
+        return self.when_true(expr) or self.when_false(expr)
+
+    def when_true(self, expr: cst.BaseExpression) -> bool:
+        """True if `expr` being truthy implies an accelerator."""
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+            return self.when_false(expr.expression)
+        if isinstance(expr, cst.BooleanOperation):
+            if isinstance(expr.operator, cst.And):
+                return self.when_true(expr.left) or self.when_true(expr.right)
+            return self.when_true(expr.left) and self.when_true(expr.right)
+        if isinstance(expr, cst.Comparison):
+            return self._comparison(expr, positive=True)
+        return self._is_check(expr)
+
+    def when_false(self, expr: cst.BaseExpression) -> bool:
+        """True if `expr` being falsy implies an accelerator."""
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+            return self.when_true(expr.expression)
+        if isinstance(expr, cst.BooleanOperation):
+            if isinstance(expr.operator, cst.And):
+                return self.when_false(expr.left) and self.when_false(expr.right)
+            return self.when_false(expr.left) or self.when_false(expr.right)
+        if isinstance(expr, cst.Comparison):
+            return self._comparison(expr, positive=False)
+        return False
+
+    def _is_check(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Call):
+            return self._qualify(expr.func) in AVAILABILITY_CALLS
+        if isinstance(expr, cst.Attribute):
+            if expr.attr.value in _ACCELERATOR_ATTRS or expr.attr.value in self.guard_names:
+                return True
+        if isinstance(expr, cst.Name):
+            return expr.value in self.guard_names
+        return False
+
+    def _comparison(self, expr: cst.Comparison, *, positive: bool) -> bool:
+        if len(expr.comparisons) != 1:
+            return False
+        target = expr.comparisons[0]
+        op = target.operator
+        sides = (expr.left, target.comparator)
+        literals = [string_value(side) for side in sides]
+        accelerator = any(v is not None and accelerator_type(v) for v in literals)
+        cpu = any(v is not None and v.split(":", 1)[0] == "cpu" for v in literals)
+        equal = isinstance(op, (cst.Equal, cst.Is, cst.In))
+        unequal = isinstance(op, (cst.NotEqual, cst.IsNot, cst.NotIn))
+        if accelerator:
+            return equal if positive else unequal
+        if cpu:
+            return unequal if positive else equal
+        # `torch.cuda.device_count() > 1` and friends
+        if positive and isinstance(op, (cst.GreaterThan, cst.GreaterThanEqual, cst.NotEqual)):
+            return self._is_check(expr.left)
+        return False
+
+
+def is_device_literal_check(expr: cst.BaseExpression) -> bool:
+    """`x.device.type == "cuda"`-style tests, used to recognise guard assignments."""
+    return isinstance(expr, cst.Comparison) and any(
+        (v := string_value(side)) is not None and accelerator_type(v)
+        for side in (expr.left, *(c.comparator for c in expr.comparisons))
+    )
+
+
+def assigned_guard_names(target: cst.BaseExpression) -> list[str]:
+    """`use_cuda = ...` -> ["use_cuda"]; `args.cuda = ...` -> ["cuda"]."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, cst.Attribute):
+        return [target.attr.value]
+    return []
+
+
+def exits_block(stmt: cst.BaseStatement) -> bool:
+    """Does this block body end by leaving (`return`, `raise`, `continue`, a skip call)?"""
+    if isinstance(stmt, cst.SimpleStatementLine):
+        small = stmt.body[-1]
+        if isinstance(small, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
+            return True
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            name = dotted_name(small.value.func) or ""
+            return name.split(".")[-1] in {"skip", "skipTest", "exit", "_exit"}
+    return False

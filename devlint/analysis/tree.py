@@ -1,0 +1,115 @@
+"""Fast traversal of libcst trees.
+
+libcst's own visitor dispatches through `visit_*`/`leave_*` lookups on every node,
+whitespace included, and costs about as much as parsing. devlint walks only the fields
+that can hold code, which is an order of magnitude cheaper.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import libcst as cst
+
+_TRIVIA_FIELDS = frozenset(
+    {
+        "asynchronous", "colon", "comma", "comment", "conversion", "default_indent",
+        "default_newline", "dot", "empty_lines", "encoding", "equal", "first_colon",
+        "footer", "has_trailing_newline", "header", "indent", "lbrace", "lbracket",
+        "leading_lines", "lines_after_decorators", "lpar", "newline", "operator",
+        "posonly_ind", "rbrace", "rbracket", "relative", "rpar", "second_colon",
+        "semicolon", "star", "trailing_comma", "trailing_whitespace",
+    }
+)  # fmt: skip
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _code_fields(node_type: type) -> tuple[str, ...]:
+    names = _FIELDS.get(node_type)
+    if names is None:
+        names = tuple(
+            f.name
+            for f in dataclasses.fields(node_type)
+            if f.name not in _TRIVIA_FIELDS and not f.name.startswith("whitespace")
+        )
+        _FIELDS[node_type] = names
+    return names
+
+
+def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The node's direct children that can hold code, in source order."""
+    for name in _code_fields(type(node)):
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                if isinstance(item, cst.CSTNode):
+                    yield item
+
+
+def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every code-bearing node under `node` (itself included), in source order."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(list(children(current))))
+
+
+_SCOPE_NODES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def walk_scope(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Like `walk`, but does not enter nested functions, classes and lambdas."""
+    stack = list(reversed(list(children(node))))
+    while stack:
+        current = stack.pop()
+        yield current
+        if not isinstance(current, _SCOPE_NODES):
+            stack.extend(reversed(list(children(current))))
+
+
+def dotted_name(node: cst.BaseExpression) -> str | None:
+    """`a.b.c` for a chain of names and attributes, else None."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def string_value(node: cst.CSTNode) -> str | None:
+    """The value of a plain string literal (no f-strings, no implicit concatenation)."""
+    if isinstance(node, cst.SimpleString):
+        try:
+            value = node.evaluated_value
+        except Exception:  # a malformed escape: treat as not a literal
+            return None
+        return value if isinstance(value, str) else None
+    return None
+
+
+def int_value(node: cst.CSTNode) -> int | None:
+    if isinstance(node, cst.Integer):
+        try:
+            return int(node.value.replace("_", ""), 0)
+        except ValueError:
+            return None
+    return None
+
+
+def bound_names(target: cst.BaseExpression) -> Iterator[str]:
+    """Names bound by an assignment target (`a`, `a, (b, *c)`), not attributes."""
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from bound_names(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from bound_names(target.value)

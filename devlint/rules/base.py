@@ -1,0 +1,147 @@
+"""The rule protocol: a rule visits node types, asks the analysis, and reports.
+
+A rule is a class with a ruff-style docstring and `visit_<NodeType>` methods. The engine
+walks each file once and calls, for every node, the `visit_` methods of every selected
+rule for that node's type. Rules register themselves by subclassing `Rule`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+import libcst as cst
+
+from devlint.diagnostics import Safety
+
+if TYPE_CHECKING:
+    from devlint.analysis.context import FileContext
+    from devlint.binding import BindingService
+
+REGISTRY: dict[str, type[Rule]] = {}
+
+
+@dataclass(frozen=True)
+class Replace:
+    """Replace the code of `node` (its parentheses excluded) by `text`."""
+
+    node: cst.CSTNode
+    text: str
+
+
+@dataclass(frozen=True)
+class InsertBefore:
+    """Insert `text` right before `node`'s first character."""
+
+    node: cst.CSTNode
+    text: str
+
+
+@dataclass(frozen=True)
+class InsertAfter:
+    """Insert `text` right after `node`'s last character."""
+
+    node: cst.CSTNode
+    text: str
+
+
+@dataclass(frozen=True)
+class InsertLines:
+    """Insert whole lines (`text` ends with a newline) after statement `after`,
+    or at the top of the file when `after` is None."""
+
+    after: cst.CSTNode | None
+    text: str
+
+
+NodeEdit = Replace | InsertBefore | InsertAfter | InsertLines
+
+
+@dataclass(frozen=True)
+class FixPlan:
+    """A fix in terms of nodes; the engine turns it into text edits once positions exist."""
+
+    edits: tuple[NodeEdit, ...]
+    safety: Safety = Safety.SAFE
+
+    @classmethod
+    def safe(cls, *edits: NodeEdit) -> FixPlan:
+        return cls(tuple(edits), Safety.SAFE)
+
+    @classmethod
+    def unsafe(cls, *edits: NodeEdit) -> FixPlan:
+        return cls(tuple(edits), Safety.UNSAFE)
+
+
+@dataclass(frozen=True)
+class Report:
+    code: str
+    node: cst.CSTNode
+    message: str
+    fix: FixPlan | None
+
+
+_HEADING = re.compile(r"^## (.+)$", re.MULTILINE)
+
+
+class Rule:
+    """Base class. Subclasses set `code`, `name`, and write the docstring in ruff's manner:
+
+    ## What it does / ## Why is this bad? / ## Example / ## Use instead / ## Fix safety
+    """
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    fixable: ClassVar[bool] = False
+    default: ClassVar[bool] = True  # False for opt-in families (DEV4)
+
+    def __init__(self, ctx: FileContext, binding: BindingService, reports: list[Report]) -> None:
+        self.ctx = ctx
+        self.binding = binding
+        self._reports = reports
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "code" in cls.__dict__:
+            if cls.code in REGISTRY:
+                raise ValueError(f"duplicate rule code {cls.code}")
+            REGISTRY[cls.code] = cls
+
+    def report(self, node: cst.CSTNode, message: str, fix: FixPlan | None = None) -> None:
+        self._reports.append(Report(self.code, node, message, fix))
+
+    # -- documentation ---------------------------------------------------------------
+
+    @classmethod
+    def doc(cls) -> str:
+        return inspect.cleandoc(cls.__doc__ or "")
+
+    @classmethod
+    def section(cls, heading: str) -> str:
+        """The text under `## heading` in the docstring."""
+        doc = cls.doc()
+        parts = _HEADING.split(doc)
+        for title, body in zip(parts[1::2], parts[2::2]):
+            if title.strip().rstrip("?").lower() == heading.rstrip("?").lower():
+                return body.strip()
+        return ""
+
+    @classmethod
+    def summary(cls) -> str:
+        """The first sentence of "What it does"."""
+        text = " ".join(cls.section("What it does").split())
+        return text.split(". ")[0].rstrip(".")
+
+
+def visitors(rule: Rule) -> dict[type, object]:
+    """`{cst.Call: rule.visit_Call, ...}` for the node types the rule visits."""
+    table = {}
+    for attr in dir(type(rule)):
+        if attr.startswith("visit_"):
+            node_type = getattr(cst, attr[len("visit_") :], None)
+            if node_type is None:
+                raise TypeError(f"{type(rule).__name__}.{attr}: no libcst node {attr[6:]}")
+            table[node_type] = getattr(rule, attr)
+    return table
