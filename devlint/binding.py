@@ -89,6 +89,8 @@ class BindingService:
             self._module_name, self._module_state = self._find_module_binding()
         assert self._module_name is not None
         if self._module_state == "exists":
+            if not self.ctx.functions() and not self._defined_before_current(self._module_name):
+                return None  # module-level code running before the binding exists
             return DeviceExpr(self._module_name)
         if any(self._module_name in self.ctx.bindings_of(f) for f in self.ctx.functions()):
             return None
@@ -113,6 +115,17 @@ class BindingService:
             if kind is None and candidate not in self.ctx.imports.aliases:
                 return candidate, "create"
         raise RuntimeError("no free name for the device binding")
+
+    def _defined_before_current(self, name: str) -> bool:
+        top = self.ctx.top_level_statement()
+        for stmt in self.ctx.module.body:
+            if stmt is top:
+                return False
+            for node in walk_scope(stmt):
+                if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name):
+                    if node.target.value == name:
+                        return True
+        return False
 
     def _module_names(self) -> dict[str, str]:
         """Module-level names and whether each may hold a device ("device") or not ("other")."""

@@ -58,6 +58,19 @@ class LineIndex:
         self._starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
         self._length = len(text)
 
+    def has_line_start(self, line: int) -> bool:
+        """Does line `line` begin somewhere in the text (possibly at its very end)?"""
+        return line <= len(self._starts)
+
+    @property
+    def last_line(self) -> int:
+        return len(self._starts)
+
+    def line_length(self, line: int) -> int:
+        start = self._starts[line - 1]
+        end = self._starts[line] if line < len(self._starts) else self._length
+        return end - start
+
     def offset(self, line: int, col: int) -> int:
         if line > len(self._starts):
             return self._length

@@ -112,6 +112,12 @@ class Rule:
     def report(self, node: cst.CSTNode, message: str, fix: FixPlan | None = None) -> None:
         self._reports.append(Report(self.code, node, message, fix))
 
+    def source_of(self, node: cst.CSTNode) -> str:
+        """The code of `node` as written, without the parentheses around it."""
+        if getattr(node, "lpar", None):
+            node = node.with_changes(lpar=(), rpar=())
+        return self.ctx.module.code_for_node(node)
+
     # -- documentation ---------------------------------------------------------------
 
     @classmethod

@@ -1,0 +1,306 @@
+"""The `devlint` command: check, fix, diff, rules, explain, verify."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import sys
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+from devlint import __version__
+from devlint.config import Config, ConfigError, discover_config, load_config_file
+from devlint.diagnostics import Diagnostic
+from devlint.engine import InternalError, fix_source, lint_source
+from devlint.files import PathProblem, expand
+from devlint.rules import all_rules
+from devlint.source import SourceDecodeError, SourceText, write_atomic
+
+_SUBCOMMANDS = ("check", "fix", "rules", "explain", "verify")
+_PARALLEL_THRESHOLD = 8
+
+
+@dataclass
+class FileOutcome:
+    path: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    fixed: int = 0
+    diff: str = ""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="devlint",
+        description="Find and fix PyTorch code that only runs on one kind of machine.",
+    )
+    parser.add_argument("paths", nargs="*", help="files or directories (default: .); - reads stdin")
+    parser.add_argument("--version", action="version", version=f"devlint {__version__}")
+    parser.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    parser.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
+    parser.add_argument("--diff", action="store_true", help="print the diff the fixes would make; change nothing")
+    parser.add_argument("--select", help="rule codes or prefixes to enable, comma-separated (replaces the default)")
+    parser.add_argument("--extend-select", help="rule codes or prefixes to enable in addition")
+    parser.add_argument("--ignore", help="rule codes or prefixes to disable")
+    parser.add_argument("--output-format", choices=("text", "json", "sarif", "github"), default="text")
+    parser.add_argument("--output-file", help="write the report here instead of stdout")
+    parser.add_argument("--statistics", action="store_true", help="print counts by rule")
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even if findings remain")
+    parser.add_argument("--jobs", "-j", type=int, default=0, help="worker processes (default: all cores)")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
+    parser.add_argument("--cache-dir", help="where the cache lives")
+    parser.add_argument("--quiet", "-q", action="store_true", help="print findings only, no summary")
+    parser.add_argument("--config", help="a pyproject.toml to read [tool.devlint] from")
+    parser.add_argument("--stdin-filename", help="the name to report for code read from stdin")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = "check"
+    if argv and argv[0] in _SUBCOMMANDS:
+        command = argv.pop(0)
+    if command == "verify":
+        return _verify(argv)
+    if command == "rules":
+        return _print_rules()
+    if command == "explain":
+        return _explain(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if command == "fix":
+        args.fix = True
+    try:
+        return _check(args)
+    except ConfigError as err:
+        print(f"devlint: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _verify(argv: list[str]) -> int:
+    try:
+        from devlint.harness.cli import main as verify_main
+    except ImportError as err:
+        print(f"devlint verify needs the harness extra: pip install 'devlint[harness]' ({err})", file=sys.stderr)
+        return 2
+    return verify_main(argv)
+
+
+def _print_rules() -> int:
+    for rule in all_rules():
+        fix = "[*]" if rule.fixable else "   "
+        default = "" if rule.default else "  (opt-in)"
+        print(f"{rule.code}  {fix}  {rule.name:<30} {rule.summary()}{default}")
+    return 0
+
+
+def _explain(argv: list[str]) -> int:
+    if len(argv) != 1:
+        print("usage: devlint explain CODE", file=sys.stderr)
+        return 2
+    wanted = argv[0].upper()
+    for rule in all_rules():
+        if rule.code == wanted:
+            print(f"# {rule.code} {rule.name}\n")
+            print(rule.doc())
+            return 0
+    print(f"devlint: error: unknown rule {argv[0]!r} (see `devlint rules`)", file=sys.stderr)
+    return 2
+
+
+class _Settings:
+    """Configuration per directory: the nearest pyproject.toml, plus command-line overrides."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self._args = args
+        self._fixed = load_config_file(args.config) if args.config else None
+        self._by_dir: dict[str, Config] = {}
+
+    def _override(self, config: Config) -> Config:
+        split = lambda value: None if value is None else [value]  # noqa: E731
+        return config.with_overrides(
+            select=split(self._args.select), ignore=split(self._args.ignore),
+            extend_select=split(self._args.extend_select),
+        )  # fmt: skip
+
+    def for_path(self, path: str) -> Config:
+        if self._fixed is not None:
+            return self._override(self._fixed)
+        directory = os.path.dirname(os.path.abspath(path))
+        config = self._by_dir.get(directory)
+        if config is None:
+            config = self._by_dir[directory] = self._override(discover_config(directory))
+        return config
+
+
+def _check(args: argparse.Namespace) -> int:
+    settings = _Settings(args)
+    settings.for_path(os.getcwd())  # a broken configuration is an error before any work
+    mode = "diff" if args.diff else "fix" if args.fix else "check"
+    paths = args.paths or ["."]
+    outcomes: list[FileOutcome] = []
+    problems: list[str] = []
+    if paths == ["-"]:
+        name = args.stdin_filename or "-"
+        data = sys.stdin.buffer.read()
+        config = settings.for_path(name if args.stdin_filename else os.path.join(os.getcwd(), "stdin.py"))
+        outcomes.append(_process(name, data, config, mode, args.unsafe_fixes, write=False))
+    else:
+        try:
+            files = list(expand(paths, settings.for_path))
+        except PathProblem as err:
+            print(f"devlint: error: {err}", file=sys.stderr)
+            return 2
+        jobs = args.jobs or os.cpu_count() or 1
+        work = [(path, settings.for_path(path), mode, args.unsafe_fixes) for path in files]
+        if jobs > 1 and len(work) >= _PARALLEL_THRESHOLD:
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                outcomes = list(pool.map(_process_path, work, chunksize=4))
+        else:
+            outcomes = [_process_path(item) for item in work]
+    for outcome in outcomes:
+        problems.extend(outcome.errors)
+    return _report(args, mode, outcomes, problems)
+
+
+def _process_path(item: tuple[str, Config, str, bool]) -> FileOutcome:
+    path, config, mode, unsafe = item
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as err:
+        return FileOutcome(path, errors=[f"{path}: cannot read: {err.strerror}"])
+    return _process(path, data, config, mode, unsafe, write=(mode == "fix"))
+
+
+def _process(path: str, data: bytes, config: Config, mode: str, unsafe: bool, *, write: bool) -> FileOutcome:
+    outcome = FileOutcome(path)
+    try:
+        source = SourceText.from_bytes(data)
+    except SourceDecodeError as err:
+        outcome.diagnostics.append(Diagnostic(path, 1, 0, "DEV000", f"could not read this file: {err}", 1, 0))
+        return outcome
+    if "\0" in source.text:
+        outcome.diagnostics.append(Diagnostic(path, 1, 0, "DEV000", "could not parse this file: it contains NUL bytes", 1, 0))
+        return outcome
+    if mode == "check":
+        result = lint_source(source.text, path, config)
+        outcome.diagnostics = result.diagnostics
+        outcome.errors = [str(e) for e in result.errors]
+        return outcome
+    fixed = fix_source(source.text, path, config, unsafe=unsafe)
+    outcome.errors = [str(e) for e in _unique(fixed.errors)]
+    outcome.diagnostics = fixed.remaining
+    if not fixed.changed:
+        return outcome
+    outcome.fixed = len(fixed.applied)
+    if mode == "diff":
+        outcome.diff = "".join(
+            difflib.unified_diff(
+                source.text.splitlines(keepends=True), fixed.output.splitlines(keepends=True),
+                fromfile=f"a/{path}", tofile=f"b/{path}",
+            )  # fmt: skip
+        )
+    elif write:
+        try:
+            write_atomic(path, source.to_bytes(fixed.output))
+        except (OSError, UnicodeEncodeError) as err:
+            reason = getattr(err, "strerror", None) or str(err)
+            outcome.errors.append(f"{path}: cannot write the fixes: {reason}; file left unchanged")
+            outcome.fixed = 0
+            outcome.diagnostics = lint_source(source.text, path, config).diagnostics
+    else:
+        outcome.diff = fixed.output  # stdin: the fixed text goes to stdout
+    return outcome
+
+
+def _unique(errors: list[InternalError]) -> list[InternalError]:
+    return list(dict.fromkeys(errors))
+
+
+def _report(args: argparse.Namespace, mode: str, outcomes: list[FileOutcome], problems: list[str]) -> int:
+    diagnostics = sorted(d for o in outcomes for d in o.diagnostics)
+    fixed = sum(o.fixed for o in outcomes)
+    out = open(args.output_file, "w", encoding="utf-8") if args.output_file else sys.stdout
+    try:
+        stdin_fix = args.paths == ["-"] and mode == "fix"
+        if stdin_fix:
+            out.write(outcomes[0].diff or "")
+        elif mode == "diff":
+            for outcome in outcomes:
+                out.write(outcome.diff)
+        if not stdin_fix:
+            _print_findings(out, args, diagnostics)
+        if args.statistics:
+            _print_statistics(sys.stderr if stdin_fix else out, diagnostics)
+        if not args.quiet and args.output_format == "text" and not stdin_fix:
+            _print_summary(out, mode, diagnostics, fixed, outcomes)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    for problem in problems:
+        print(f"devlint: error: {problem}", file=sys.stderr)
+    if problems:
+        return 2
+    if mode == "diff":
+        return 1 if any(o.diff for o in outcomes) else 0
+    if args.exit_zero:
+        return 0
+    return 1 if diagnostics else 0
+
+
+def _print_findings(out, args: argparse.Namespace, diagnostics: list[Diagnostic]) -> None:
+    fmt = args.output_format
+    if fmt == "json":
+        json.dump([d.to_json() for d in diagnostics], out, indent=2)
+        out.write("\n")
+    elif fmt == "github":
+        for d in diagnostics:
+            message = f"{d.code} {d.message}".replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+            out.write(f"::warning title=devlint ({d.code}),file={d.path},line={d.line},col={d.col + 1},"
+                      f"endLine={d.end_line},endColumn={d.end_col + 1}::{message}\n")  # fmt: skip
+    elif fmt == "sarif":
+        from devlint.sarif import to_sarif
+
+        json.dump(to_sarif(diagnostics), out, indent=2)
+        out.write("\n")
+    else:
+        for d in diagnostics:
+            marker = " [*]" if d.fix is not None else ""
+            out.write(f"{d.path}:{d.line}:{d.col + 1}: {d.code}{marker} {d.message}\n")
+
+
+def _print_statistics(out, diagnostics: list[Diagnostic]) -> None:
+    names = {rule.code: rule.name for rule in all_rules()}
+    counts = Counter(d.code for d in diagnostics)
+    fixable = {d.code for d in diagnostics if d.fix is not None}
+    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        marker = "[*]" if code in fixable else "   "
+        out.write(f"{count:>6}  {code}  {marker} {names.get(code, '')}\n")
+
+
+def _print_summary(out, mode: str, diagnostics: list[Diagnostic], fixed: int, outcomes) -> None:
+    fixable = sum(1 for d in diagnostics if d.fix is not None and d.fix.is_safe)
+    remaining = len(diagnostics)
+    if mode == "fix":
+        if fixed or remaining:
+            out.write(f"Found {fixed + remaining} problems ({fixed} fixed, {remaining} remaining).\n")
+        else:
+            out.write("All checks passed!\n")
+        return
+    if mode == "diff":
+        changed = sum(1 for o in outcomes if o.diff)
+        out.write(f"Would fix {sum(o.fixed for o in outcomes)} problems in {changed} files.\n")
+        return
+    if not remaining:
+        out.write("All checks passed!\n")
+        return
+    out.write(f"Found {remaining} problems ({fixable} fixable with --fix).\n")
+    unsafe = sum(1 for d in diagnostics if d.fix is not None and not d.fix.is_safe)
+    if unsafe:
+        out.write(f"({unsafe} more fixable with --fix --unsafe-fixes.)\n")

@@ -1,0 +1,195 @@
+"""`[tool.devlint]` configuration: discovery, validation and rule selection."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+DEFAULT_SELECT = ("DEV0", "DEV1", "DEV2", "DEV3")
+_CODE_PREFIX = re.compile(r"^DEV\d{0,3}$")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?$")
+
+
+class ConfigError(ValueError):
+    """A configuration problem the user must fix; the CLI exits 2 with this message."""
+
+
+@dataclass(frozen=True)
+class Config:
+    select: tuple[str, ...] = DEFAULT_SELECT
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    device_name: str = "device"
+    device_style: str = "accelerator"
+    torch_version: tuple[int, int] = (2, 6)
+    root: str = field(default=".", compare=False)
+
+    def is_enabled(self, code: str, path: str | None = None) -> bool:
+        selected = _best_match(code, self.select + self.extend_select)
+        ignored = _best_match(code, self.ignore + self._ignores_for(path))
+        return selected > ignored
+
+    def _ignores_for(self, path: str | None) -> tuple[str, ...]:
+        if not path or not self.per_file_ignores:
+            return ()
+        relative = _relative(path, self.root)
+        codes: list[str] = []
+        for pattern, pattern_codes in self.per_file_ignores:
+            if _glob_matches(relative, pattern):
+                codes.extend(pattern_codes)
+        return tuple(codes)
+
+    def is_excluded(self, path: str) -> bool:
+        relative = _relative(path, self.root)
+        return any(_glob_matches(relative, pattern) for pattern in self.exclude)
+
+    def cache_key(self) -> str:
+        return repr((self.select, self.ignore, self.extend_select, self.per_file_ignores,
+                     self.device_name, self.device_style, self.torch_version))  # fmt: skip
+
+    def with_overrides(
+        self,
+        select: list[str] | None = None,
+        ignore: list[str] | None = None,
+        extend_select: list[str] | None = None,
+    ) -> Config:
+        changes: dict = {}
+        if select is not None:
+            changes["select"] = _codes(select, "--select")
+            changes["extend_select"] = ()
+        if extend_select is not None:
+            changes["extend_select"] = changes.get("extend_select", self.extend_select) + _codes(
+                extend_select, "--extend-select"
+            )
+        if ignore is not None:
+            changes["ignore"] = self.ignore + _codes(ignore, "--ignore")
+        return replace(self, **changes)
+
+
+def _best_match(code: str, prefixes: tuple[str, ...]) -> int:
+    """Length of the most specific prefix matching `code` (0: none)."""
+    return max((len(p) for p in prefixes if code.startswith(p)), default=0)
+
+
+def _relative(path: str, root: str) -> str:
+    try:
+        return Path(os.path.abspath(path)).relative_to(os.path.abspath(root)).as_posix()
+    except ValueError:
+        return Path(path).as_posix()
+
+
+def _glob_matches(relative: str, pattern: str) -> bool:
+    pattern = pattern.rstrip("/")
+    if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(os.path.basename(relative), pattern):
+        return True
+    # a directory pattern excludes everything below it
+    parts = relative.split("/")
+    return any(fnmatch.fnmatch("/".join(parts[: i + 1]), pattern) for i in range(len(parts) - 1))
+
+
+def _codes(values: object, key: str) -> tuple[str, ...]:
+    if isinstance(values, str):
+        values = [values]
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise ConfigError(f"{key}: expected a list of rule codes, got {values!r}")
+    codes: list[str] = []
+    for value in values:
+        for code in value.split(","):
+            code = code.strip().upper()
+            if not code:
+                continue
+            if code == "ALL":
+                code = "DEV"
+            if not _CODE_PREFIX.match(code):
+                raise ConfigError(f"{key}: {code!r} is not a devlint rule code or prefix (e.g. DEV1, DEV101)")
+            codes.append(code)
+    return tuple(codes)
+
+
+def _string_list(value: object, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{key}: expected a list of strings, got {value!r}")
+    return tuple(value)
+
+
+def parse_config(table: dict, root: str, source: str = "pyproject.toml") -> Config:
+    """Validate a `[tool.devlint]` table. Unknown keys and bad values raise ConfigError."""
+    config = Config(root=root)
+    changes: dict = {}
+    for key, value in table.items():
+        where = f"{source}: [tool.devlint] {key}"
+        if key == "select":
+            changes["select"] = _codes(value, where)
+        elif key == "ignore":
+            changes["ignore"] = _codes(value, where)
+        elif key == "extend-select":
+            changes["extend_select"] = _codes(value, where)
+        elif key == "exclude":
+            changes["exclude"] = _string_list(value, where)
+        elif key == "per-file-ignores":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: expected a table of glob = [codes]")
+            changes["per_file_ignores"] = tuple((g, _codes(c, f"{where}.{g}")) for g, c in value.items())
+        elif key == "device-name":
+            if not isinstance(value, str) or not _IDENTIFIER.match(value):
+                raise ConfigError(f"{where}: expected a Python identifier, got {value!r}")
+            changes["device_name"] = value
+        elif key == "device-style":
+            if value not in ("accelerator", "cuda"):
+                raise ConfigError(f'{where}: expected "accelerator" or "cuda", got {value!r}')
+            changes["device_style"] = value
+        elif key == "torch-version":
+            match = _VERSION.match(str(value)) if isinstance(value, (str, float)) else None
+            if not match:
+                raise ConfigError(f'{where}: expected a version like "2.6", got {value!r}')
+            changes["torch_version"] = (int(match.group(1)), int(match.group(2)))
+        else:
+            known = "select, ignore, extend-select, exclude, per-file-ignores, device-name, device-style, torch-version"
+            raise ConfigError(f"{where}: unknown key (known keys: {known})")
+    return replace(config, **changes)
+
+
+def load_config_file(path: str) -> Config:
+    """Read `[tool.devlint]` from a pyproject.toml (or a bare devlint table in any TOML file)."""
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read configuration: {err.strerror}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{path}: not valid TOML: {err}") from None
+    table = data.get("tool", {}).get("devlint", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.devlint] must be a table")
+    return parse_config(table, root=os.path.dirname(os.path.abspath(path)), source=path)
+
+
+def find_config_file(start: str) -> str | None:
+    """The nearest pyproject.toml with a [tool.devlint] table, at or above `start`."""
+    directory = Path(os.path.abspath(start))
+    if not directory.is_dir():
+        directory = directory.parent
+    for folder in (directory, *directory.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                text = candidate.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if re.search(r"^\[tool\.devlint(\]|\.)", text, re.MULTILINE):
+                return str(candidate)
+    return None
+
+
+def discover_config(start: str) -> Config:
+    found = find_config_file(start)
+    if found is None:
+        return Config(root=os.path.abspath(start if os.path.isdir(start) else os.path.dirname(start) or "."))
+    return load_config_file(found)

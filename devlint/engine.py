@@ -1,0 +1,223 @@
+"""The engine: read, parse once, walk once with every selected rule, fix.
+
+It knows no rule by name: rules register themselves in `devlint.rules.REGISTRY`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from devlint.analysis.context import FileContext
+from devlint.analysis.tree import children
+from devlint.binding import BindingService
+from devlint.config import Config
+from devlint.diagnostics import Diagnostic, Safety
+from devlint.fixes import apply_edits, plan_to_edits, select_compatible
+from devlint.rules import all_rules
+from devlint.rules.base import Report, Rule, visitors
+from devlint.source import LineIndex
+
+_SKIP_FILE = re.compile(r"#\s*devlint:\s*skip-file\b")
+_NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+_MAX_FIX_ROUNDS = 10
+
+
+@dataclass(frozen=True)
+class InternalError:
+    """Something went wrong inside devlint (a rule crashed, a fix broke the file)."""
+
+    path: str
+    message: str
+    code: str | None = None
+
+    def __str__(self) -> str:
+        where = f" in {self.code}" if self.code else ""
+        return f"{self.path}: internal error{where}: {self.message}"
+
+
+@dataclass
+class FileResult:
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    errors: list[InternalError] = field(default_factory=list)
+
+
+@dataclass
+class FixResult:
+    """`output` is the fixed text; `applied` the findings fixed; `remaining` those left."""
+
+    source: str
+    output: str
+    applied: list[Diagnostic] = field(default_factory=list)
+    remaining: list[Diagnostic] = field(default_factory=list)
+    errors: list[InternalError] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.output != self.source
+
+
+def needs_parse(text: str) -> bool:
+    """The prefilter: a file that mentions neither torch nor cuda has nothing to report."""
+    return ("torch" in text or "cuda" in text) and not _SKIP_FILE.search(text)
+
+
+def lint_source(
+    text: str, path: str = "<string>", config: Config | None = None, *, noqa: bool = True
+) -> FileResult:
+    config = config or Config()
+    result = FileResult()
+    if not needs_parse(text):
+        return result
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as err:
+        if config.is_enabled("DEV000", path):
+            line, col = err.raw_line, max(err.raw_column, 0)
+            message = f"could not parse this file: {err.message}"
+            result.diagnostics.append(Diagnostic(path, line, col, "DEV000", message, line, col))
+        return result
+    except RecursionError:
+        result.errors.append(InternalError(path, "the file is nested too deeply to parse"))
+        return result
+    reports = _run_rules(module, path, config, result.errors)
+    if reports:
+        result.diagnostics = _to_diagnostics(reports, module, text, path)
+        if noqa:
+            result.diagnostics = _without_noqa(result.diagnostics, text)
+    return result
+
+
+def _run_rules(module: cst.Module, path: str, config: Config, errors: list[InternalError]) -> list[Report]:
+    ctx = FileContext(module, path, config)
+    binding = BindingService(ctx)
+    reports: list[Report] = []
+    dispatch: dict[type, list] = {}
+    for rule_type in all_rules():
+        if config.is_enabled(rule_type.code, path):
+            rule = rule_type(ctx, binding, reports)
+            for node_type, method in visitors(rule).items():
+                dispatch.setdefault(node_type, []).append((rule, method))
+    if not dispatch:
+        return reports
+    broken: set[Rule] = set()
+    leave = object()
+    stack: list = [module]
+    while stack:
+        node = stack.pop()
+        if node is leave:
+            ctx.leave()
+            continue
+        ctx.enter(node)
+        for rule, method in dispatch.get(type(node), ()):
+            if rule in broken:
+                continue
+            try:
+                method(node)
+            except Exception as err:  # one rule's crash must not stop the others
+                broken.add(rule)
+                errors.append(InternalError(path, f"{type(err).__name__}: {err}", rule.code))
+        stack.append(leave)
+        stack.extend(reversed(list(children(node))))
+    return [r for r in reports if _rule_of(r, broken)]
+
+
+def _rule_of(report: Report, broken: set[Rule]) -> bool:
+    return all(rule.code != report.code for rule in broken)
+
+
+def _to_diagnostics(reports: list[Report], module: cst.Module, text: str, path: str) -> list[Diagnostic]:
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    index = LineIndex(text)
+    seen: set[tuple] = set()
+    diagnostics = []
+    for report in reports:
+        where = positions[report.node]
+        fix = None
+        if report.fix is not None:
+            from devlint.diagnostics import Fix
+
+            fix = Fix(report.fix.safety, plan_to_edits(report.fix, positions, module, index))
+        key = (where.start.line, where.start.column, report.code)
+        if key in seen:
+            continue
+        seen.add(key)
+        diagnostics.append(
+            Diagnostic(
+                path, where.start.line, where.start.column, report.code, report.message,
+                where.end.line, where.end.column, fix,
+            )  # fmt: skip
+        )
+    diagnostics.sort()
+    return diagnostics
+
+
+def _without_noqa(diagnostics: list[Diagnostic], text: str) -> list[Diagnostic]:
+    lines = text.splitlines()
+    kept = []
+    for diagnostic in diagnostics:
+        line = lines[diagnostic.line - 1] if 0 < diagnostic.line <= len(lines) else ""
+        match = _NOQA.search(line) if "noqa" in line.lower() else None
+        if match is None:
+            kept.append(diagnostic)
+            continue
+        codes = match.group("codes")
+        if codes and not any(diagnostic.code.startswith(c.upper()) for c in re.split(r"[,\s]+", codes) if c):
+            kept.append(diagnostic)
+    return kept
+
+
+def check_source(text: str, path: str = "<string>", config: Config | None = None) -> list[Diagnostic]:
+    """Lint `text` and return its findings, sorted, `# noqa` honoured."""
+    return lint_source(text, path, config).diagnostics
+
+
+def fix_source(
+    text: str, path: str = "<string>", config: Config | None = None, *, unsafe: bool = False
+) -> FixResult:
+    """Apply every safe fix (and unsafe ones with `unsafe=True`) until nothing changes."""
+    result = FixResult(text, text)
+    current = text
+    for _ in range(_MAX_FIX_ROUNDS):
+        linted = lint_source(current, path, config)
+        result.errors.extend(linted.errors)
+        fixable = [d for d in linted.diagnostics if d.fix and (unsafe or d.fix.safety is Safety.SAFE)]
+        if not fixable:
+            result.remaining = linted.diagnostics
+            break
+        index = LineIndex(current)
+        chosen = select_compatible(fixable, index)
+        candidate = apply_edits(current, [e for d in chosen for e in d.fix.edits], index)
+        problem = _parse_problem(candidate)
+        if problem is not None:
+            codes = ", ".join(sorted({d.code for d in chosen}))
+            result.errors.append(
+                InternalError(path, f"the fixes ({codes}) would produce invalid code ({problem}); file left unchanged")
+            )
+            result.output = text
+            result.applied = []
+            result.remaining = lint_source(text, path, config).diagnostics
+            return result
+        result.applied.extend(chosen)
+        current = candidate
+    else:
+        result.remaining = lint_source(current, path, config).diagnostics
+    result.output = current
+    return result
+
+
+def _parse_problem(text: str) -> str | None:
+    try:
+        cst.parse_module(text)
+        ast.parse(text)
+    except cst.ParserSyntaxError as err:
+        return err.message
+    except SyntaxError as err:
+        return err.msg
+    except RecursionError:
+        return "too deeply nested"
+    return None

@@ -1,0 +1,684 @@
+"""DEV1: non-portable device selection."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from devlint.analysis.guards import accelerator_type
+from devlint.analysis.literals import VARIABLE, device_literal, torch_device_call
+from devlint.analysis.tree import dotted_name, int_value, string_value
+from devlint.rules.base import FixPlan, Replace, Rule
+
+_PARALLEL = frozenset(
+    {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+     "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.data_parallel.DataParallel",
+     "torch.nn.parallel.distributed.DistributedDataParallel"}
+)  # fmt: skip
+
+
+def _version_text(version: tuple[int, int]) -> str:
+    return f"{version[0]}.{version[1]}"
+
+
+class HardcodedDevice(Rule):
+    """
+    ## What it does
+    Checks for accelerator literals (`"cuda"`, `"cuda:0"`, `"mps"`, `torch.device("cuda")`)
+    where a device is chosen: `device=` and `map_location=` arguments, `.to(...)`,
+    `torch.device(...)`, `torch.Generator(...)`, `device_type=`, and assignments to
+    `device` or `*_device`.
+
+    ## Why is this bad?
+    The program then runs only where that accelerator exists: not on a laptop, not in
+    CPU-only CI, not on Apple, Intel or Ascend hardware. A literal inside a branch
+    guarded by an availability check (`torch.cuda.is_available()`, `x.is_cuda`,
+    `device.type == "cuda"`) is portable and is not reported.
+
+    ## Example
+        device = torch.device("cuda:0")
+        x = torch.zeros(3, device="cuda")
+
+    ## Use instead
+        device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")
+        x = torch.zeros(3, device=device)
+
+    ## Fix safety
+    Safe: where the accelerator exists, the binding names the same device. The literal
+    is replaced by the device binding (a `device` parameter or local, else a
+    module-level binding created after the imports); `device_type="cuda"` becomes
+    `device.type`; an assignment to `device` itself becomes the portable expression.
+    """
+
+    code = "DEV101"
+    name = "hardcoded-device"
+    fixable = True
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self._check(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._check(node)
+
+    def _check(self, node: cst.BaseExpression) -> None:
+        found = device_literal(self.ctx, node)
+        if found is None or found.position == "default" or found.has_other_index:
+            return
+        if self.ctx.in_accelerator_branch(node):
+            return
+        self.report(node, f"hardcoded device {found.text}: use a device chosen at run time", self._fix(found))
+
+    def _fix(self, found) -> FixPlan | None:
+        if found.nested or found.index == VARIABLE:
+            return None
+        if found.position == "assign" and isinstance(found.target, cst.Name) and found.target.value in (
+            self.binding.name,
+            "device",
+        ):
+            code, edits = self.binding.portable_expression()
+            return FixPlan.safe(Replace(found.unit, code), *edits)
+        device = self.binding.device()
+        if device is None:
+            return None
+        code = device.type_code if found.position == "device_type" else device.code
+        return FixPlan.safe(Replace(found.unit, code), *device.edits)
+
+
+class CudaMethod(Rule):
+    """
+    ## What it does
+    Checks for `.cuda()` calls on tensors and modules.
+
+    ## Why is this bad?
+    `.cuda()` fails on machines without CUDA and ignores Apple, Intel and Ascend
+    devices. `.to(device)` with a device chosen at run time works everywhere.
+
+    ## Example
+        model.cuda()
+        x = x.cuda(non_blocking=True)
+
+    ## Use instead
+        model.to(device)
+        x = x.to(device, non_blocking=True)
+
+    ## Fix safety
+    Safe: with CUDA present, `.to(device)` moves to the same device. `non_blocking`
+    and `memory_format` are kept. `.cuda(i)` with a variable index is reported without
+    a fix; a literal index other than 0 is DEV103's.
+    """
+
+    code = "DEV102"
+    name = "cuda-method"
+    fixable = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value != "cuda":
+            return
+        if self.ctx.qualify(func) is not None:
+            return  # `torch.cuda(...)` is not a method call on a tensor
+        index_arg = None
+        kept: list[cst.Arg] = []
+        for arg in node.args:
+            if arg.star:
+                return
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            if keyword in (None, "device"):
+                index_arg = arg.value
+            elif keyword in ("non_blocking", "memory_format"):
+                kept.append(arg)
+            else:
+                return
+        fix = None
+        if index_arg is not None:
+            index = int_value(index_arg)
+            if index is not None and index != 0:
+                return  # DEV103
+            if index is None and not (isinstance(index_arg, cst.Name) and index_arg.value == "None"):
+                self.report(node, "`.cuda(index)` only runs with CUDA: move with `.to(device)` and a per-process device")
+                return
+        device = self.binding.device()
+        if device is not None:
+            args = [cst.Arg(cst.parse_expression(device.code))] + [
+                a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in kept
+            ]
+            new = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=args, lpar=(), rpar=())
+            fix = FixPlan.safe(Replace(node, self.ctx.module.code_for_node(new)), *device.edits)
+        self.report(node, f"`.cuda()` only runs with CUDA: use `.to({device.code if device else 'device'})`", fix)
+
+
+class HardcodedDeviceIndex(Rule):
+    """
+    ## What it does
+    Checks for accelerator literals with an index other than 0 (`"cuda:4"`,
+    `torch.device("cuda", 2)`, `.cuda(1)`), `torch.cuda.set_device(<int>)`, and literal
+    `device_ids=` / `output_device=` in `DataParallel` / `DistributedDataParallel`.
+
+    ## Why is this bad?
+    A fixed index runs only on machines with at least that many GPUs, and every process
+    of a distributed job would pick the same GPU. Availability guards do not help.
+
+    ## Example
+        device = torch.device("cuda:4" if torch.cuda.is_available() else "cpu")
+        model = nn.DataParallel(model, device_ids=[0, 1])
+
+    ## Use instead
+        local_rank = int(os.environ.get("LOCAL_RANK", 0))
+        torch.cuda.set_device(local_rank)  # or launch with torchrun and use DDP
+
+    ## Fix safety
+    No fix: the right index depends on how the program is launched (`LOCAL_RANK`).
+    """
+
+    code = "DEV103"
+    name = "hardcoded-device-index"
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self._check_literal(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if torch_device_call(self.ctx, node) is not None:
+            self._check_literal(node)
+            return
+        func = node.func
+        name = self.ctx.qualify(func)
+        if isinstance(func, cst.Attribute) and func.attr.value == "cuda" and name is None and node.args:
+            index = int_value(node.args[0].value)
+            if index not in (None, 0) and node.args[0].keyword in (None,) or (
+                node.args[0].keyword is not None and node.args[0].keyword.value == "device" and index not in (None, 0)
+            ):
+                self.report(node, f"`.cuda({index})` hardcodes GPU {index}: use LOCAL_RANK or DDP to pick the GPU")
+            return
+        if name == "torch.cuda.set_device" and node.args and int_value(node.args[0].value) is not None:
+            index = int_value(node.args[0].value)
+            self.report(node, f"`set_device({index})` hardcodes GPU {index}: derive it from LOCAL_RANK")
+            return
+        if name in _PARALLEL:
+            for arg in node.args:
+                if arg.keyword is None:
+                    continue
+                if arg.keyword.value == "device_ids" and _int_list(arg.value):
+                    self.report(arg, "literal `device_ids` hardcode which GPUs are used: derive them from LOCAL_RANK")
+                elif arg.keyword.value == "output_device" and int_value(arg.value) is not None:
+                    self.report(arg, "literal `output_device` hardcodes a GPU: derive it from LOCAL_RANK")
+
+    def _check_literal(self, node: cst.BaseExpression) -> None:
+        found = device_literal(self.ctx, node)
+        if found is not None and found.has_other_index:
+            self.report(
+                node, f"hardcoded device index {found.text}: fails where fewer GPUs exist; use LOCAL_RANK or DDP"
+            )
+
+
+def _int_list(node: cst.BaseExpression) -> bool:
+    return isinstance(node, (cst.List, cst.Tuple)) and all(int_value(e.value) is not None for e in node.elements)
+
+
+_LEGACY_DTYPES = {
+    "FloatTensor": "float32", "DoubleTensor": "float64", "HalfTensor": "float16",
+    "BFloat16Tensor": "bfloat16", "ByteTensor": "uint8", "CharTensor": "int8",
+    "ShortTensor": "int16", "IntTensor": "int32", "LongTensor": "int64", "BoolTensor": "bool",
+}  # fmt: skip
+
+
+def legacy_type(qualified: str | None) -> tuple[str, bool] | None:
+    """`torch.cuda.FloatTensor` -> ("float32", True); `torch.LongTensor` -> ("int64", False)."""
+    if qualified is None:
+        return None
+    for prefix, on_cuda in (("torch.cuda.", True), ("torch.", False)):
+        if qualified.startswith(prefix):
+            dtype = _LEGACY_DTYPES.get(qualified[len(prefix) :])
+            if dtype is not None:
+                return dtype, on_cuda
+    return None
+
+
+_SIZE_CALLS = frozenset({"size", "len", "int", "numel", "Size"})
+
+
+class LegacyTensorType(Rule):
+    """
+    ## What it does
+    Checks for the legacy typed tensor constructors (`torch.FloatTensor(...)`,
+    `torch.cuda.LongTensor(...)`, ...), `.type(torch.cuda.FloatTensor)` (also the string
+    form), `torch.set_default_tensor_type`, and calls through an alias such as
+    `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`.
+
+    ## Why is this bad?
+    The CUDA types exist only with CUDA; the CPU types silently pin data to the CPU and
+    mix dtype with device. They are deprecated in favour of factories with `dtype=` and
+    `device=`.
+
+    ## Example
+        w = torch.cuda.FloatTensor(3, 4)
+        y = torch.FloatTensor([4.0, 5.0, 6.0])
+        x = x.type(torch.cuda.FloatTensor)
+
+    ## Use instead
+        w = torch.empty(3, 4, dtype=torch.float32, device=device)
+        y = torch.tensor([4.0, 5.0, 6.0], dtype=torch.float32)
+        x = x.to(device, torch.float32)
+
+    ## Fix safety
+    Safe. Data (a list, tuple, comprehension or call) becomes `torch.tensor(data,
+    dtype=...)`; sizes (two or more arguments, an int, `x.size()`, `x.shape`) become
+    `torch.empty(sizes, dtype=...)`; CUDA types add `device=device`. A single bare name
+    could be either, so it is reported without a fix.
+    """
+
+    code = "DEV104"
+    name = "legacy-tensor-type"
+    fixable = True
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        self._aliases: dict[str, tuple[str, bool] | None] = {}
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        found = self._alias_value(node.value)
+        if found is False:
+            return
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                self._aliases[target.target.value] = found
+
+    def _alias_value(self, value: cst.BaseExpression):
+        """(dtype, cuda) for `torch.cuda.FloatTensor if c else torch.FloatTensor`; None if
+        the branches disagree on dtype; False if not an alias."""
+        if isinstance(value, cst.IfExp):
+            branches = [legacy_type(self.ctx.qualify(b)) for b in (value.body, value.orelse)]
+            if not all(branches):
+                return False
+            dtypes = {b[0] for b in branches}
+            return (dtypes.pop(), any(b[1] for b in branches)) if len(dtypes) == 1 else None
+        found = legacy_type(self.ctx.qualify(value)) if isinstance(value, (cst.Attribute, cst.Name)) else None
+        return found if found is not None else False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        qualified = self.ctx.qualify(func)
+        found = legacy_type(qualified)
+        if found is None and isinstance(func, cst.Name) and func.value in self._aliases:
+            alias = self._aliases[func.value]
+            if not self.ctx.is_local(func.value):
+                self.report(node, f"`{func.value}` is a legacy tensor type: use a factory with dtype= and device=",
+                            self._constructor_fix(node, alias) if alias else None)  # fmt: skip
+            return
+        if found is not None:
+            self.report(node, f"legacy constructor `{dotted_name(func)}`: use a factory with dtype= and device=",
+                        self._constructor_fix(node, found))  # fmt: skip
+            return
+        if isinstance(func, cst.Attribute) and func.attr.value == "type" and qualified is None:
+            self._check_type_method(node)
+        elif qualified == "torch.set_default_tensor_type" and len(node.args) == 1:
+            target = self._type_argument(node.args[0].value)
+            fix = None
+            if target is not None and not target[1]:
+                torch, edits = self.binding.torch()
+                fix = FixPlan.safe(Replace(node, f"{torch}.set_default_dtype({torch}.{target[0]})"), *edits)
+            self.report(node, "`set_default_tensor_type` is deprecated: use set_default_dtype / set_default_device", fix)
+
+    def _type_argument(self, arg: cst.BaseExpression) -> tuple[str, bool] | None:
+        literal = string_value(arg)
+        if literal is not None:
+            return legacy_type(literal)
+        if isinstance(arg, cst.Name) and arg.value in self._aliases:
+            return self._aliases[arg.value]
+        return legacy_type(self.ctx.qualify(arg))
+
+    def _check_type_method(self, node: cst.Call) -> None:
+        if len(node.args) != 1 or node.args[0].keyword is not None or node.args[0].star:
+            return
+        target = self._type_argument(node.args[0].value)
+        if target is None:
+            return
+        dtype, on_cuda = target
+        torch, edits = self.binding.torch()
+        fix = None
+        if on_cuda:
+            device = self.binding.device()
+            if device is not None:
+                fix = self._to_fix(node, f"{device.code}, {torch}.{dtype}", (*edits, *device.edits))
+        else:
+            fix = self._to_fix(node, f'"cpu", {torch}.{dtype}', edits)
+        self.report(node, "`.type()` with a legacy tensor type: use `.to(device, dtype)`", fix)
+
+    def _to_fix(self, node: cst.Call, args: str, edits) -> FixPlan:
+        assert isinstance(node.func, cst.Attribute)
+        receiver = node.func.with_changes(attr=cst.Name("to"))
+        new = node.with_changes(func=receiver, args=cst.parse_expression(f"f({args})").args, lpar=(), rpar=())
+        return FixPlan.safe(Replace(node, self.ctx.module.code_for_node(new)), *edits)
+
+    def _constructor_fix(self, node: cst.Call, found: tuple[str, bool]) -> FixPlan | None:
+        dtype, on_cuda = found
+        if any(arg.keyword is not None for arg in node.args):
+            return None
+        shape = _argument_shape(node.args)
+        if shape is None:
+            return None
+        torch, edits = self.binding.torch()
+        extra = f"dtype={torch}.{dtype}"
+        if on_cuda:
+            device = self.binding.device()
+            if device is None:
+                return None
+            extra += f", device={device.code}"
+            edits = (*edits, *device.edits)
+        args = ", ".join(self.source_of(a.value) if not a.star else f"{a.star}{self.source_of(a.value)}" for a in node.args)
+        if shape == "data":
+            code = f"{torch}.tensor({args}, {extra})"
+        else:
+            code = f"{torch}.empty({args or '0'}, {extra})"
+        return FixPlan.safe(Replace(node, code), *edits)
+
+
+def _argument_shape(args) -> str | None:
+    """"data", "sizes", or None when one bare name leaves it ambiguous."""
+    if len(args) != 1:
+        return "sizes"
+    arg = args[0]
+    if arg.star:
+        return "sizes"
+    value = arg.value
+    if isinstance(value, cst.Integer):
+        return "sizes"
+    if isinstance(value, cst.Attribute) and value.attr.value == "shape":
+        return "sizes"
+    if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Attribute) and value.value.attr.value == "shape":
+        return "sizes"
+    if isinstance(value, cst.Call):
+        name = dotted_name(value.func) or ""
+        return "sizes" if name.rsplit(".", 1)[-1] in _SIZE_CALLS else "data"
+    if isinstance(value, (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp)):
+        return "data"
+    return None
+
+
+_AMP = {
+    # qualified name: (replacement attribute, device type, positional names, minimum torch)
+    "torch.cuda.amp.autocast": ("autocast", None, ("enabled", "dtype", "cache_enabled"), (1, 10)),
+    "torch.cuda.amp.autocast_mode.autocast": ("autocast", None, ("enabled", "dtype", "cache_enabled"), (1, 10)),
+    "torch.cpu.amp.autocast": ("autocast", '"cpu"', ("enabled", "dtype", "cache_enabled"), (1, 10)),
+    "torch.cuda.amp.GradScaler": (
+        "GradScaler", None,
+        ("init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled"), (2, 3),
+    ),  # fmt: skip
+    "torch.cuda.amp.grad_scaler.GradScaler": (
+        "GradScaler", None,
+        ("init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled"), (2, 3),
+    ),  # fmt: skip
+    "torch.cuda.amp.custom_fwd": ("custom_fwd", None, (), (2, 4)),
+    "torch.cuda.amp.custom_bwd": ("custom_bwd", None, (), (2, 4)),
+}
+
+
+class DeprecatedCudaAmp(Rule):
+    """
+    ## What it does
+    Checks for `torch.cuda.amp.autocast`, `torch.cuda.amp.GradScaler`,
+    `torch.cuda.amp.custom_fwd` / `custom_bwd` and `torch.cpu.amp.autocast`, also when
+    imported with `from ... import`.
+
+    ## Why is this bad?
+    They are deprecated, and the CUDA ones tie mixed precision to CUDA. `torch.amp`
+    takes the device type as an argument.
+
+    ## Example
+        scaler = torch.cuda.amp.GradScaler()
+        with torch.cuda.amp.autocast():
+            loss = model(x)
+
+    ## Use instead
+        scaler = torch.amp.GradScaler(device.type)
+        with torch.amp.autocast(device.type):
+            loss = model(x)
+
+    ## Fix safety
+    Safe: on CUDA `device.type` is `"cuda"`. Positional arguments become keywords, since
+    `torch.amp` takes the device type first. Applied only when the `torch-version`
+    setting has the replacement (GradScaler 2.3, custom_fwd/custom_bwd 2.4).
+    """
+
+    code = "DEV105"
+    name = "deprecated-cuda-amp"
+    fixable = True
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        target = node.decorator
+        if isinstance(target, (cst.Name, cst.Attribute)):
+            entry = _AMP.get(self.ctx.qualify(target) or "")
+            if entry is not None:
+                self._report(target, entry, [], call=None)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        entry = _AMP.get(self.ctx.qualify(node.func) or "")
+        if entry is not None:
+            self._report(node, entry, list(node.args), call=node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        # a bare reference (`ctx = torch.cuda.amp.autocast`): reported without a fix
+        qualified = self.ctx.qualify(node)
+        if qualified not in _AMP:
+            return
+        parent = self.ctx.parent(node)
+        if isinstance(parent, (cst.Call, cst.Decorator, cst.Attribute)):
+            return
+        self.report(node, f"`{dotted_name(node)}` is deprecated: use `torch.amp.{_AMP[qualified][0]}`")
+
+    def _report(self, node: cst.CSTNode, entry, args: list[cst.Arg], call: cst.Call | None) -> None:
+        attribute, device_type, positional, minimum = entry
+        message = f"`torch.cuda.amp.{attribute}` is deprecated: use `torch.amp.{attribute}` with the device type"
+        if device_type == '"cpu"':
+            message = f"`torch.cpu.amp.{attribute}` is deprecated: use `torch.amp.{attribute}(\"cpu\")`"
+        self.report(node, message, self._fix(node, entry, args, call))
+
+    def _fix(self, node, entry, args: list[cst.Arg], call: cst.Call | None) -> FixPlan | None:
+        attribute, device_type, positional, minimum = entry
+        if self.ctx.config.torch_version < minimum:
+            return None
+        edits: tuple = ()
+        if device_type is None:
+            device = self.binding.device()
+            if device is None:
+                return None
+            device_type, edits = device.type_code, device.edits
+        torch, torch_edits = self.binding.torch()
+        parts = []
+        for i, arg in enumerate(args):
+            if arg.star:
+                return None
+            if arg.keyword is None:
+                if i >= len(positional):
+                    return None
+                parts.append(f"{positional[i]}={self.source_of(arg.value)}")
+            else:
+                parts.append(self.source_of(arg).rstrip().rstrip(","))
+        if attribute in ("custom_fwd", "custom_bwd"):
+            parts.insert(0, f"device_type={device_type}")
+        else:
+            parts.insert(0, device_type)
+        return FixPlan.safe(Replace(node, f"{torch}.amp.{attribute}({', '.join(parts)})"), *torch_edits, *edits)
+
+
+_UNGUARDED = {
+    # torch.cuda function: (torch.accelerator replacement or None, minimum torch)
+    "synchronize": ("synchronize", (2, 6)),
+    "current_device": ("current_device_index", (2, 6)),
+    "set_device": ("set_device_index", (2, 6)),
+    "memory_allocated": ("memory_allocated", (2, 8)),
+    "max_memory_allocated": ("max_memory_allocated", (2, 8)),
+    "memory_reserved": ("memory_reserved", (2, 8)),
+    "reset_peak_memory_stats": ("reset_peak_memory_stats", (2, 8)),
+    "empty_cache": ("empty_cache", (2, 8)),
+    "get_device_name": (None, None),
+    "get_device_properties": (None, None),
+    "get_device_capability": (None, None),
+    "Stream": (None, None),
+    "Event": (None, None),
+}
+
+
+class UnguardedCudaApi(Rule):
+    """
+    ## What it does
+    Checks for `torch.cuda` calls that fail or mislead without CUDA
+    (`synchronize`, `current_device`, `get_device_name`, `get_device_properties`,
+    `get_device_capability`, `set_device`, `memory_allocated`, `max_memory_allocated`,
+    `memory_reserved`, `reset_peak_memory_stats`, `empty_cache`, `Stream`, `Event`)
+    outside an availability guard. `is_available`, `device_count` and `manual_seed*`
+    are harmless without CUDA and are not reported.
+
+    ## Why is this bad?
+    Without CUDA these raise, or report numbers about a device that is not there.
+
+    ## Example
+        torch.cuda.synchronize()
+        print(torch.cuda.get_device_name(0))
+
+    ## Use instead
+        torch.accelerator.synchronize()
+        if torch.cuda.is_available():
+            print(torch.cuda.get_device_name(0))
+
+    ## Fix safety
+    Safe, where `torch.accelerator` has the same function for the configured
+    `torch-version` (synchronize, current_device_index and set_device_index from 2.6;
+    the memory statistics from 2.8). Otherwise reported without a fix.
+    """
+
+    code = "DEV106"
+    name = "unguarded-cuda-api"
+    fixable = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = self.ctx.qualify(node.func) or ""
+        if not qualified.startswith("torch.cuda."):
+            return
+        function = qualified[len("torch.cuda.") :]
+        if function not in _UNGUARDED or self._guarded():
+            return
+        if function == "set_device" and node.args and int_value(node.args[0].value) is not None:
+            return  # DEV103
+        replacement, minimum = _UNGUARDED[function]
+        fix = None
+        if replacement is not None and self.ctx.config.torch_version >= minimum:
+            torch, edits = self.binding.torch()
+            new = node.with_changes(func=cst.parse_expression(f"{torch}.accelerator.{replacement}"), lpar=(), rpar=())
+            fix = FixPlan.safe(Replace(node, self.ctx.module.code_for_node(new)), *edits)
+        message = f"`torch.cuda.{function}()` fails without CUDA: "
+        if replacement is not None:
+            message += f"use `torch.accelerator.{replacement}()`"
+            if fix is None:
+                message += f" (torch >= {_version_text(minimum)})"
+        else:
+            message += "guard it with `torch.cuda.is_available()`"
+        self.report(node, message, fix)
+
+    def _guarded(self) -> bool:
+        if self.ctx.in_accelerator_branch():
+            return True
+        # code in a function named for CUDA (`benchmark_cuda`, `init_gpu`) is CUDA-only by intent
+        return any(
+            isinstance(f, cst.FunctionDef) and any(w in f.name.value.lower() for w in ("cuda", "gpu"))
+            for f in self.ctx.functions()
+        )
+
+
+class DeviceStringComparison(Rule):
+    """
+    ## What it does
+    Checks for `t.device == "cuda"` (and `!=`, `in`) where the left side is a
+    `torch.device`: a `.device` attribute of a tensor, or a name assigned from one.
+
+    ## Why is this bad?
+    A `torch.device` never equals a string in current PyTorch, so the test is always
+    False (or always True for `!=`), whatever the device.
+
+    ## Example
+        if x.device == "cuda":
+            torch.cuda.synchronize()
+
+    ## Use instead
+        if x.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    ## Fix safety
+    Unsafe: the fixed test can now be True, which changes what the program does
+    (that is the point).
+    """
+
+    code = "DEV107"
+    name = "device-string-comparison"
+    fixable = True
+
+    _CONFIG_ROOTS = frozenset({"self", "args", "opt", "opts", "cfg", "config", "options", "hparams", "params", "conf"})
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        if len(node.comparisons) != 1:
+            return
+        target = node.comparisons[0]
+        if not isinstance(target.operator, (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)):
+            return
+        literal = string_value(target.comparator)
+        if literal is None or literal.split(":")[0] not in ("cuda", "cpu", "mps", "xpu", "npu", "hpu", "meta"):
+            return
+        left = node.left
+        if not self._is_torch_device(left):
+            return
+        if literal.split(":")[0] == "cpu" or accelerator_type(literal) is not None:
+            if ":" in literal:
+                fix_code = f"str({self.source_of(left)})"
+            else:
+                fix_code = f"{self.source_of(left)}.type"
+            fix = FixPlan.unsafe(Replace(left, fix_code))
+            self.report(node, f"a torch.device never equals the string {target.comparator.value}: compare `{fix_code}`", fix)
+
+    def _is_torch_device(self, node: cst.BaseExpression) -> bool:
+        if not isinstance(node, cst.Attribute) or node.attr.value != "device":
+            return False
+        receiver = node.value
+        root = receiver
+        while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
+            root = root.value if not isinstance(root, cst.Call) else root.func
+        if isinstance(receiver, cst.Name) and receiver.value in self._CONFIG_ROOTS:
+            return False  # `self.device` / `args.device` are often strings
+        if isinstance(receiver, cst.Attribute) and isinstance(root, cst.Name) and root.value in self._CONFIG_ROOTS - {"self"}:
+            return False  # `args.model.device`: a configuration value
+        return True
+
+
+class DeviceDefaultArgument(Rule):
+    """
+    ## What it does
+    Checks for parameters whose default is an accelerator literal:
+    `def f(x, device="cuda")`.
+
+    ## Why is this bad?
+    Every caller that relies on the default gets code that only runs with CUDA, and
+    the default is hidden from the call site.
+
+    ## Example
+        def train(model, device="cuda"):
+            ...
+
+    ## Use instead
+        def train(model, device=None):
+            device = device or torch.accelerator.current_accelerator() or torch.device("cpu")
+            ...
+
+    ## Fix safety
+    No fix: changing a signature's default changes every caller.
+    """
+
+    code = "DEV108"
+    name = "device-default-argument"
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self._check(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._check(node)
+
+    def _check(self, node: cst.BaseExpression) -> None:
+        found = device_literal(self.ctx, node)
+        if found is not None and found.position == "default" and not found.nested:
+            self.report(node, f"parameter default {found.text} makes callers CUDA-only: default to None and pick at run time")
