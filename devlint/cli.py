@@ -203,7 +203,7 @@ def _process(path: str, data: bytes, config: Config, mode: str, unsafe: bool, *,
         outcome.diff = "".join(
             difflib.unified_diff(
                 source.text.splitlines(keepends=True), fixed.output.splitlines(keepends=True),
-                fromfile=f"a/{path}", tofile=f"b/{path}",
+                fromfile=path, tofile=path,
             )  # fmt: skip
         )
     elif write:
@@ -284,23 +284,27 @@ def _print_statistics(out, diagnostics: list[Diagnostic]) -> None:
         out.write(f"{count:>6}  {code}  {marker} {names.get(code, '')}\n")
 
 
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def _print_summary(out, mode: str, diagnostics: list[Diagnostic], fixed: int, outcomes) -> None:
     fixable = sum(1 for d in diagnostics if d.fix is not None and d.fix.is_safe)
     remaining = len(diagnostics)
     if mode == "fix":
         if fixed or remaining:
-            out.write(f"Found {fixed + remaining} problems ({fixed} fixed, {remaining} remaining).\n")
+            out.write(f"Found {_plural(fixed + remaining, 'problem')} ({fixed} fixed, {remaining} remaining).\n")
         else:
             out.write("All checks passed!\n")
         return
     if mode == "diff":
         changed = sum(1 for o in outcomes if o.diff)
-        out.write(f"Would fix {sum(o.fixed for o in outcomes)} problems in {changed} files.\n")
+        out.write(f"Would fix {_plural(sum(o.fixed for o in outcomes), 'problem')} in {_plural(changed, 'file')}.\n")
         return
     if not remaining:
         out.write("All checks passed!\n")
         return
-    out.write(f"Found {remaining} problems ({fixable} fixable with --fix).\n")
+    out.write(f"Found {_plural(remaining, 'problem')} ({fixable} fixable with --fix).\n")
     unsafe = sum(1 for d in diagnostics if d.fix is not None and not d.fix.is_safe)
     if unsafe:
         out.write(f"({unsafe} more fixable with --fix --unsafe-fixes.)\n")

@@ -136,9 +136,9 @@ class Rule:
 
     @classmethod
     def summary(cls) -> str:
-        """The first sentence of "What it does"."""
-        text = " ".join(cls.section("What it does").split())
-        return text.split(". ")[0].rstrip(".")
+        """The first paragraph of "What it does", on one line."""
+        first = cls.section("What it does").split("\n\n", 1)[0]
+        return " ".join(first.split())
 
 
 def visitors(rule: Rule) -> dict[type, object]:
