@@ -12,6 +12,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from devlint import __version__
+from devlint.cache import Cache, default_cache_dir
 from devlint.config import Config, ConfigError, discover_config, load_config_file
 from devlint.diagnostics import Diagnostic
 from devlint.engine import InternalError, fix_source, lint_source
@@ -157,7 +158,8 @@ def _check(args: argparse.Namespace) -> int:
             print(f"devlint: error: {err}", file=sys.stderr)
             return 2
         jobs = args.jobs or os.cpu_count() or 1
-        work = [(path, settings.for_path(path), mode, args.unsafe_fixes) for path in files]
+        cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir(_project_root()))
+        work = [(path, settings.for_path(path), mode, args.unsafe_fixes, cache_dir) for path in files]
         if jobs > 1 and len(work) >= _PARALLEL_THRESHOLD:
             with ProcessPoolExecutor(max_workers=jobs) as pool:
                 outcomes = list(pool.map(_process_path, work, chunksize=4))
@@ -168,14 +170,37 @@ def _check(args: argparse.Namespace) -> int:
     return _report(args, mode, outcomes, problems)
 
 
-def _process_path(item: tuple[str, Config, str, bool]) -> FileOutcome:
-    path, config, mode, unsafe = item
+def _project_root() -> str:
+    """The folder of the nearest pyproject.toml above the working directory, else it."""
+    here = os.path.abspath(os.getcwd())
+    folder = here
+    while True:
+        if os.path.isfile(os.path.join(folder, "pyproject.toml")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return here
+        folder = parent
+
+
+def _process_path(item: tuple[str, Config, str, bool, str | None]) -> FileOutcome:
+    path, config, mode, unsafe, cache_dir = item
     try:
         with open(path, "rb") as handle:
             data = handle.read()
     except OSError as err:
         return FileOutcome(path, errors=[f"{path}: cannot read: {err.strerror}"])
-    return _process(path, data, config, mode, unsafe, write=(mode == "fix"))
+    if cache_dir is None:
+        return _process(path, data, config, mode, unsafe, write=(mode == "fix"))
+    cache = Cache(cache_dir)
+    key = cache.key(data, path, config)
+    cached = cache.get(key, path)
+    if cached is not None and not any(d.fix and (unsafe or d.fix.is_safe) for d in cached if mode != "check"):
+        return FileOutcome(path, diagnostics=cached)
+    outcome = _process(path, data, config, mode, unsafe, write=(mode == "fix"))
+    if not outcome.errors and not outcome.fixed:
+        cache.put(key, outcome.diagnostics)
+    return outcome
 
 
 def _process(path: str, data: bytes, config: Config, mode: str, unsafe: bool, *, write: bool) -> FileOutcome:

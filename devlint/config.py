@@ -50,8 +50,9 @@ class Config:
         relative = _relative(path, self.root)
         return any(_glob_matches(relative, pattern) for pattern in self.exclude)
 
-    def cache_key(self) -> str:
-        return repr((self.select, self.ignore, self.extend_select, self.per_file_ignores,
+    def cache_key(self, path: str) -> str:
+        """Everything that decides what checking `path` reports."""
+        return repr((self.select, self.ignore, self.extend_select, self._ignores_for(path),
                      self.device_name, self.device_style, self.torch_version))  # fmt: skip
 
     def with_overrides(

@@ -20,10 +20,12 @@ def tool(name: str) -> str:
 
 
 @pytest.fixture
-def run():
+def run(tmp_path_factory):
+    env = dict(os.environ, DEVLINT_CACHE_DIR=str(tmp_path_factory.mktemp("cache")))
+
     def _run(*args: str, cwd: str | os.PathLike | None = None, stdin: str | None = None, check=None):
         completed = subprocess.run(
-            [tool(args[0]), *args[1:]], cwd=cwd, input=stdin, capture_output=True, text=True, timeout=300
+            [tool(args[0]), *args[1:]], cwd=cwd, input=stdin, capture_output=True, text=True, timeout=300, env=env
         )
         if check is not None:
             assert completed.returncode == check, completed.stdout + completed.stderr

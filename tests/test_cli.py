@@ -162,3 +162,21 @@ def test_parallel_jobs_match_serial(tmp_path, run):
     serial = run("devlint", "--jobs", "1", str(tmp_path)).stdout
     parallel = run("devlint", "--jobs", "2", str(tmp_path)).stdout
     assert serial == parallel and serial.count("DEV102") == 12
+
+
+def test_cache_hits_keep_results_and_edits_invalidate(tmp_path, run):
+    cache = tmp_path / "cache"
+    path = write(tmp_path, "train.py", SAMPLE)
+    cold = run("devlint", "--cache-dir", str(cache), "--output-format", "json", str(path)).stdout
+    assert (cache / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    assert (cache / ".gitignore").read_text() == "*\n"
+    warm = run("devlint", "--cache-dir", str(cache), "--output-format", "json", str(path)).stdout
+    assert warm == cold and '"DEV102"' in warm
+    path.write_text(SAMPLE.replace(".cuda()", ""))
+    edited = run("devlint", "--cache-dir", str(cache), str(path)).stdout
+    assert "DEV102" not in edited
+    # --fix on a cached file with fixes still fixes it
+    path.write_text(SAMPLE)
+    run("devlint", "--cache-dir", str(cache), str(path))
+    run("devlint", "--cache-dir", str(cache), "--fix", str(path))
+    assert "to(device)" in path.read_text()

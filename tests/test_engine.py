@@ -143,7 +143,7 @@ def test_unwritable_file_under_fix_is_reported_not_lost(tmp_path, monkeypatch):
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(cli, "write_atomic", read_only)
-    outcome = cli._process_path((str(path), Config(), "fix", False))
+    outcome = cli._process_path((str(path), Config(), "fix", False, None))
     assert outcome.errors and "cannot write the fixes: Permission denied" in outcome.errors[0]
     assert outcome.fixed == 0 and [d.code for d in outcome.diagnostics] == ["DEV102"]
     assert path.read_text() == original
