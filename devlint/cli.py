@@ -20,7 +20,7 @@ from devlint.files import PathProblem, expand
 from devlint.rules import all_rules
 from devlint.source import SourceDecodeError, SourceText, write_atomic
 
-_SUBCOMMANDS = ("check", "fix", "rules", "explain", "verify")
+_SUBCOMMANDS = ("check", "fix", "rules", "explain", "verify", "lsp")
 _PARALLEL_THRESHOLD = 8
 
 
@@ -66,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
         command = argv.pop(0)
     if command == "verify":
         return _verify(argv)
+    if command == "lsp":
+        from devlint.lsp import main as lsp_main
+
+        return lsp_main(argv)
     if command == "rules":
         return _print_rules()
     if command == "explain":
@@ -160,14 +164,41 @@ def _check(args: argparse.Namespace) -> int:
         jobs = args.jobs or os.cpu_count() or 1
         cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir(_project_root()))
         work = [(path, settings.for_path(path), mode, args.unsafe_fixes, cache_dir) for path in files]
+        progress = _Progress(len(work), enabled=not args.quiet and sys.stderr.isatty())
         if jobs > 1 and len(work) >= _PARALLEL_THRESHOLD:
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
-                outcomes = list(pool.map(_process_path, work, chunksize=4))
+            with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
+                outcomes = [progress.step(o) for o in pool.map(_process_path, work, chunksize=4)]
         else:
-            outcomes = [_process_path(item) for item in work]
+            outcomes = [progress.step(_process_path(item)) for item in work]
+        progress.close()
     for outcome in outcomes:
         problems.extend(outcome.errors)
     return _report(args, mode, outcomes, problems)
+
+
+class _Progress:
+    """A one-line progress bar on stderr, for long runs in a terminal only."""
+
+    _MIN_FILES = 50
+
+    def __init__(self, total: int, *, enabled: bool) -> None:
+        self.total = total
+        self.done = 0
+        self.enabled = enabled and total >= self._MIN_FILES
+
+    def step(self, outcome: FileOutcome) -> FileOutcome:
+        self.done += 1
+        if self.enabled and (self.done % 10 == 0 or self.done == self.total):
+            width = 30
+            filled = width * self.done // self.total
+            sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} files")
+            sys.stderr.flush()
+        return outcome
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\r" + " " * 60 + "\r")
+            sys.stderr.flush()
 
 
 def _project_root() -> str:

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Time devlint against the libcst parse floor, flake8 and TorchFix on published code.
+
+    python benchmarks/bench.py                 # timm + torchvision wheels, all tools
+    python benchmarks/bench.py --files 60      # a quicker subset (same files for every tool)
+    python benchmarks/bench.py --no-torchfix   # skip TorchFix (about 10 CPU-minutes on timm)
+
+It downloads the wheels with pip (no dependencies), unzips them under benchmarks/.work/,
+creates side venvs there for flake8 alone and for TorchFix, and runs every tool once on
+the same files, single-process, printing CPU seconds and the ratios the project's goals
+are stated in. Every figure comes from one run on one machine: compare the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+WORK = HERE / ".work"
+PACKAGES = ("timm", "torchvision")
+
+
+def sh(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run(list(args), check=True, capture_output=True, text=True, **kwargs)
+
+
+def build_corpus(limit: int | None) -> list[Path]:
+    wheels = WORK / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    files: list[Path] = []
+    for package in PACKAGES:
+        target = WORK / "corpus" / package
+        if not target.exists():
+            found = list(wheels.glob(f"{package}-*.whl"))
+            if not found:
+                sh(sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(wheels), package)
+                found = list(wheels.glob(f"{package}-*.whl"))
+            with zipfile.ZipFile(found[0]) as archive:
+                archive.extractall(target)
+        files.extend(sorted(target.rglob("*.py")))
+    if limit:
+        files = files[:: max(1, len(files) // limit)][:limit]
+    return files
+
+
+def side_venv(name: str, *requirements: str) -> Path:
+    venv = WORK / f"venv-{name}"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        sh(sys.executable, "-m", "venv", str(venv))
+        sh(str(python), "-m", "pip", "install", "-q", *requirements)
+    return venv / "bin"
+
+
+def cpu_seconds(command: list[str], **kwargs) -> tuple[float, float, int]:
+    """(CPU seconds of the children, wall seconds, exit code) for one command."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    completed = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu, wall, completed.returncode
+
+
+def peak_rss_kib(command: list[str]) -> int:
+    completed = subprocess.run(["/usr/bin/time", "-f", "%M", *command], capture_output=True, text=True)
+    try:
+        return int(completed.stderr.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return -1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, help="use an evenly spaced subset of this many files")
+    parser.add_argument("--no-torchfix", action="store_true")
+    parser.add_argument("--json", help="also write the figures here")
+    args = parser.parse_args()
+
+    files = build_corpus(args.files)
+    lines = sum(p.read_bytes().count(b"\n") for p in files)
+    listing = WORK / "files.txt"
+    listing.write_text("\n".join(map(str, files)))
+    print(f"corpus: {len(files)} files, {lines} lines ({', '.join(PACKAGES)}); {platform.platform()}, "
+          f"{os.cpu_count()} cores, Python {platform.python_version()}")  # fmt: skip
+
+    bin_dir = Path(sys.executable).parent
+    devlint = [str(bin_dir / "devlint"), "--jobs", "1", "--exit-zero", "-q"]
+    cache = WORK / "cache"
+    figures: dict[str, float] = {}
+
+    parse = [sys.executable, "-c",
+             "import sys, libcst\n"
+             "for p in open(sys.argv[1]).read().split('\\n'):\n"
+             "    libcst.parse_module(open(p, 'rb').read())\n", str(listing)]  # fmt: skip
+    figures["libcst parse"] = cpu_seconds(parse)[0]
+    figures["devlint cold"] = cpu_seconds([*devlint, "--no-cache", *map(str, files)])[0]
+    subprocess.run(["rm", "-rf", str(cache)])
+    cpu_seconds([*devlint, "--cache-dir", str(cache), *map(str, files)])
+    figures["devlint warm"] = cpu_seconds([*devlint, "--cache-dir", str(cache), *map(str, files)])[0]
+
+    flake8_alone = side_venv("flake8", "flake8")
+    figures["flake8 alone"] = cpu_seconds([str(flake8_alone / "flake8"), "--jobs", "1", "--exit-zero",
+                                           *map(str, files)])[0]  # fmt: skip
+    figures["flake8 + devlint"] = cpu_seconds([str(bin_dir / "flake8"), "--jobs", "1", "--exit-zero",
+                                               *map(str, files)])[0]  # fmt: skip
+    if not args.no_torchfix:
+        torchfix = side_venv("torchfix", "torchfix")
+        figures["torchfix"] = cpu_seconds([str(torchfix / "torchfix"), *map(str, files)])[0]
+
+    half = files[: len(files) // 2]
+    rss_half = peak_rss_kib([*devlint, "--no-cache", *map(str, half)])
+    rss_all = peak_rss_kib([*devlint, "--no-cache", *map(str, files)])
+
+    for name, seconds in figures.items():
+        print(f"{name:<18} {seconds:8.2f} CPU s")
+    parse_s, cold = figures["libcst parse"], figures["devlint cold"]
+    print(f"devlint cold / libcst parse      {cold / parse_s:6.2f}   (goal <= 1.3)")
+    print(f"devlint warm / cold              {figures['devlint warm'] / cold:6.3f}   (goal <= 0.05)")
+    extra = figures["flake8 + devlint"] - figures["flake8 alone"]
+    print(f"flake8 plugin cost / parse       {extra / parse_s:6.2f}   (goal <= 1.3)")
+    if "torchfix" in figures:
+        print(f"torchfix / devlint cold          {figures['torchfix'] / cold:6.1f}   (goal >= 15)")
+    print(f"peak RSS, half / all files       {rss_half} / {rss_all} KiB (goal: flat)")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"files": len(files), "lines": lines, **figures,
+                                               "rss_half_kib": rss_half, "rss_all_kib": rss_all}, indent=2))  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
