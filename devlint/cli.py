@@ -15,9 +15,7 @@ from devlint import __version__
 from devlint.cache import Cache, default_cache_dir
 from devlint.config import Config, ConfigError, discover_config, load_config_file
 from devlint.diagnostics import Diagnostic
-from devlint.engine import InternalError, fix_source, lint_source
 from devlint.files import PathProblem, expand
-from devlint.rules import all_rules
 from devlint.source import SourceDecodeError, SourceText, write_atomic
 
 _SUBCOMMANDS = ("check", "fix", "rules", "explain", "verify", "lsp")
@@ -97,6 +95,8 @@ def _verify(argv: list[str]) -> int:
 
 
 def _print_rules() -> int:
+    from devlint.rules import all_rules
+
     for rule in all_rules():
         fix = "[*]" if rule.fixable else "   "
         default = "" if rule.default else "  (opt-in)"
@@ -108,6 +108,8 @@ def _explain(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: devlint explain CODE", file=sys.stderr)
         return 2
+    from devlint.rules import all_rules
+
     wanted = argv[0].upper()
     for rule in all_rules():
         if rule.code == wanted:
@@ -235,6 +237,8 @@ def _process_path(item: tuple[str, Config, str, bool, str | None]) -> FileOutcom
 
 
 def _process(path: str, data: bytes, config: Config, mode: str, unsafe: bool, *, write: bool) -> FileOutcome:
+    from devlint.engine import fix_source, lint_source  # loads libcst: only on a cache miss
+
     outcome = FileOutcome(path)
     try:
         source = SourceText.from_bytes(data)
@@ -275,7 +279,7 @@ def _process(path: str, data: bytes, config: Config, mode: str, unsafe: bool, *,
     return outcome
 
 
-def _unique(errors: list[InternalError]) -> list[InternalError]:
+def _unique(errors: list) -> list:
     return list(dict.fromkeys(errors))
 
 
@@ -332,6 +336,8 @@ def _print_findings(out, args: argparse.Namespace, diagnostics: list[Diagnostic]
 
 
 def _print_statistics(out, diagnostics: list[Diagnostic]) -> None:
+    from devlint.rules import all_rules
+
     names = {rule.code: rule.name for rule in all_rules()}
     counts = Counter(d.code for d in diagnostics)
     fixable = {d.code for d in diagnostics if d.fix is not None}
