@@ -8,7 +8,7 @@ never walk the tree themselves.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
@@ -31,6 +31,8 @@ class FileContext:
     imports: ImportTable = field(init=False)
     guards: GuardOracle = field(init=False)
     ancestors: list[cst.CSTNode] = field(default_factory=list, init=False)
+    # the device analysis (devlint.analysis.devices), created by the first rule that asks
+    device_analysis: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.imports = ImportTable(self.module)

@@ -1,0 +1,278 @@
+"""What PyTorch's functions and methods do to devices: the tables the device analysis reads.
+
+Names are qualified (`torch.ones`) for functions and bare (`add_`) for tensor methods.
+Everything here is copied statically; devlint never imports torch.
+"""
+
+from __future__ import annotations
+
+# torch.utils._device._device_constructors(): the factories that honour `device=` and the
+# default device. Without either they build on the CPU.
+FACTORIES = frozenset(
+    {
+        "torch.empty", "torch.empty_permuted", "torch.empty_strided", "torch.empty_quantized",
+        "torch.ones", "torch.arange", "torch.bartlett_window", "torch.blackman_window",
+        "torch.eye", "torch.fft.fftfreq", "torch.fft.rfftfreq", "torch.full", "torch.fill",
+        "torch.hamming_window", "torch.hann_window", "torch.kaiser_window", "torch.linspace",
+        "torch.logspace", "torch.nested.nested_tensor", "torch.rand", "torch.randn",
+        "torch.randint", "torch.randperm", "torch.range", "torch.sparse_coo_tensor",
+        "torch.sparse_compressed_tensor", "torch.sparse_csr_tensor", "torch.sparse_csc_tensor",
+        "torch.sparse_bsr_tensor", "torch.sparse_bsc_tensor", "torch.tril_indices",
+        "torch.triu_indices", "torch.vander", "torch.zeros", "torch.asarray", "torch.tensor",
+        "torch.as_tensor", "torch.scalar_tensor",
+    }
+)  # fmt: skip
+
+# Factories whose first argument is data (its device, when it is a tensor, is kept).
+DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})
+
+# Factories that take a tensor and build on its device.
+LIKE_FACTORIES = frozenset(
+    {
+        "torch.zeros_like", "torch.ones_like", "torch.empty_like", "torch.full_like",
+        "torch.rand_like", "torch.randn_like", "torch.randint_like",
+    }
+)  # fmt: skip
+
+# Factories that always give a 1-d or larger tensor, whatever their arguments.
+NONZERO_DIM_FACTORIES = frozenset(
+    {
+        "torch.arange", "torch.range", "torch.linspace", "torch.logspace", "torch.randperm",
+        "torch.eye", "torch.tril_indices", "torch.triu_indices", "torch.bartlett_window",
+        "torch.blackman_window", "torch.hamming_window", "torch.hann_window",
+        "torch.kaiser_window", "torch.fft.fftfreq", "torch.fft.rfftfreq",
+    }
+)  # fmt: skip
+
+LEGACY_CPU_TYPES = frozenset(
+    f"torch.{kind}Tensor"
+    for kind in ("", "Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool")
+)
+LEGACY_CUDA_TYPES = frozenset(
+    f"torch.cuda.{kind}Tensor"
+    for kind in ("Float", "Double", "Half", "BFloat16", "Byte", "Char", "Short", "Int", "Long", "Bool")
+)
+
+CPU_SOURCES = frozenset({"torch.from_numpy", "torch.frombuffer"})
+
+DTYPES = frozenset(
+    f"torch.{name}"
+    for name in (
+        "float", "float16", "float32", "float64", "half", "double", "bfloat16", "int", "int8",
+        "int16", "int32", "int64", "long", "short", "uint8", "bool", "complex64", "complex128",
+        "cfloat", "cdouble", "float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64",
+    )
+)  # fmt: skip
+
+# torch.* callables that do not return a tensor.
+NON_TENSOR_FUNCTIONS = frozenset(
+    {
+        "torch.device", "torch.Size", "torch.finfo", "torch.iinfo", "torch.is_tensor",
+        "torch.is_floating_point", "torch.is_complex", "torch.is_storage", "torch.numel",
+        "torch.save", "torch.load", "torch.manual_seed", "torch.seed", "torch.initial_seed",
+        "torch.no_grad", "torch.enable_grad", "torch.inference_mode", "torch.autocast",
+        "torch.set_grad_enabled", "torch.compile", "torch.typename", "torch.equal",
+        "torch.allclose", "torch.is_grad_enabled", "torch.is_nonzero", "torch.Generator",
+        "torch.get_default_dtype", "torch.broadcast_shapes",
+    }
+)  # fmt: skip
+
+# Namespaces whose lowercase callables are tensor operations.
+OP_NAMESPACES = ("torch.", "torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")
+NOT_OP_NAMESPACES = (
+    "torch.cuda.", "torch.backends.", "torch.distributed.", "torch.utils.", "torch.jit.",
+    "torch.onnx.", "torch.testing.", "torch.autograd.", "torch.accelerator.", "torch.hub.",
+    "torch.mps.", "torch.xpu.", "torch.npu.", "torch.amp.", "torch.nn.init.", "torch.nn.utils.",
+    "torch.optim.", "torch.library.", "torch.fx.", "torch.export.", "torch.compiler.",
+    "torch.multiprocessing.", "torch.overrides.", "torch._",
+)  # fmt: skip
+
+# torch.* operations whose tensor inputs must share a device (a 0-dim CPU tensor excepted).
+SAME_DEVICE_FUNCTIONS = frozenset(
+    "torch." + name
+    for name in (
+        "cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack",
+        "row_stack", "where", "add", "sub", "subtract", "mul", "multiply", "div", "divide",
+        "true_divide", "floor_divide", "remainder", "fmod", "pow", "atan2", "arctan2", "maximum",
+        "minimum", "fmax", "fmin", "eq", "ne", "lt", "le", "gt", "ge", "greater", "less",
+        "greater_equal", "less_equal", "not_equal", "logical_and", "logical_or", "logical_xor",
+        "bitwise_and", "bitwise_or", "bitwise_xor", "matmul", "mm", "bmm", "mv", "dot", "vdot",
+        "outer", "ger", "inner", "einsum", "tensordot", "kron", "cross", "cdist", "dist", "lerp",
+        "addcmul", "addcdiv", "addmm", "addbmm", "baddbmm", "addmv", "masked_fill",
+        "masked_select", "gather", "index_select", "take_along_dim", "bucketize",
+        "searchsorted", "cosine_similarity", "pairwise_distance", "hypot", "copysign", "xlogy",
+        "meshgrid", "block_diag", "cartesian_prod", "polar", "complex", "heaviside",
+        "nextafter", "ldexp", "linalg.solve", "linalg.lstsq", "linalg.vecdot", "linalg.cross",
+        "linalg.matmul", "linalg.multi_dot",
+        "nn.functional.linear", "nn.functional.bilinear", "nn.functional.conv1d",
+        "nn.functional.conv2d", "nn.functional.conv3d", "nn.functional.conv_transpose1d",
+        "nn.functional.conv_transpose2d", "nn.functional.conv_transpose3d",
+        "nn.functional.embedding", "nn.functional.grid_sample", "nn.functional.cross_entropy",
+        "nn.functional.nll_loss", "nn.functional.mse_loss", "nn.functional.l1_loss",
+        "nn.functional.smooth_l1_loss", "nn.functional.huber_loss",
+        "nn.functional.binary_cross_entropy", "nn.functional.binary_cross_entropy_with_logits",
+        "nn.functional.kl_div", "nn.functional.cosine_similarity",
+        "nn.functional.pairwise_distance", "nn.functional.triplet_margin_loss",
+        "nn.functional.margin_ranking_loss", "nn.functional.cosine_embedding_loss",
+        "nn.functional.layer_norm", "nn.functional.group_norm", "nn.functional.prelu",
+        "nn.functional.scaled_dot_product_attention",
+    )
+)  # fmt: skip
+
+# torch.* reductions that give a 0-dim tensor when given only the tensor.
+REDUCTIONS = frozenset(
+    {
+        "sum", "mean", "max", "min", "prod", "norm", "std", "var", "all", "any", "amax", "amin",
+        "median", "nansum", "nanmean", "argmax", "argmin", "count_nonzero", "trace", "dot",
+        "vdot", "det", "logdet",
+    }
+)  # fmt: skip
+
+# -- tensor methods --------------------------------------------------------------------
+
+# Elementwise methods taking other tensors: inputs must share the device, except a 0-dim
+# CPU tensor; the in-place `_` forms also require the receiver (the output) to match.
+ELEMENTWISE_METHODS = frozenset(
+    {
+        "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide",
+        "floor_divide", "remainder", "fmod", "pow", "atan2", "arctan2", "maximum", "minimum",
+        "fmax", "fmin", "eq", "ne", "lt", "le", "gt", "ge", "greater", "less", "logical_and",
+        "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "lerp",
+        "addcmul", "addcdiv", "hypot", "copysign", "xlogy", "masked_fill", "where", "clamp",
+        "clip", "rsub", "mul_", "add_", "sub_", "div_", "pow_", "lerp_",
+        "masked_fill_", "addcmul_", "addcdiv_", "clamp_", "maximum_", "minimum_", "fmod_",
+        "remainder_", "floor_divide_", "true_divide_", "logical_and_", "logical_or_",
+        "bitwise_and_", "bitwise_or_", "eq_", "ne_", "lt_", "le_", "gt_", "ge_",
+    }
+)  # fmt: skip
+
+# Non-elementwise methods whose tensor arguments must share the receiver's device.
+SAME_DEVICE_METHODS = frozenset(
+    {
+        "matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "inner", "cross", "gather",
+        "index_select", "masked_select", "take_along_dim", "addmm", "baddbmm", "addmv",
+        "masked_scatter", "masked_scatter_", "scatter", "scatter_", "scatter_add",
+        "scatter_add_", "index_add", "index_add_",
+    }
+)  # fmt: skip
+
+# Methods returning a tensor on the receiver's device.
+TENSOR_METHODS = frozenset(
+    {
+        *ELEMENTWISE_METHODS, *SAME_DEVICE_METHODS, *REDUCTIONS, "abs", "abs_", "neg", "exp",
+        "exp_", "log", "log_", "log2", "log10", "log1p", "expm1", "sqrt", "sqrt_", "rsqrt",
+        "sin", "cos", "tan", "tanh", "tanh_", "sigmoid_", "relu", "relu_", "floor", "ceil",
+        "round", "trunc", "frac", "sign", "reciprocal", "square", "erf", "erfinv", "logit",
+        "softmax", "log_softmax", "cumsum", "cumprod", "cummax", "cummin", "logsumexp",
+        "view", "view_as", "reshape", "reshape_as", "permute", "transpose", "transpose_", "t",
+        "contiguous", "float", "half", "double", "bfloat16", "long", "int", "short", "bool",
+        "byte", "char", "clone", "detach", "detach_", "unsqueeze", "unsqueeze_", "squeeze",
+        "squeeze_", "flatten", "unflatten", "expand", "expand_as", "repeat",
+        "repeat_interleave", "flip", "fliplr", "flipud", "roll", "rot90", "narrow", "select",
+        "index_fill", "index_fill_", "masked_fill", "fill_", "zero_", "normal_", "uniform_",
+        "random_", "bernoulli", "bernoulli_", "exponential_", "copy_", "requires_grad_",
+        "topk", "sort", "argsort", "chunk", "split", "unbind", "nonzero", "tril", "triu",
+        "diag", "diagonal", "diag_embed", "norm", "renorm", "matrix_power", "inverse",
+        "pinverse", "mean", "sum", "unfold", "movedim", "moveaxis", "swapaxes", "swapdims",
+        "type_as", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor",
+        "masked_fill", "nan_to_num", "isnan", "isinf", "isfinite", "logical_not",
+        "bitwise_not", "argwhere", "unique", "cpu", "cuda", "to", "pin_memory", "conj",
+        "angle", "real", "imag", "sigmoid", "clamp_min", "clamp_max", "sub", "pow", "exp2",
+        "atan", "asin", "acos", "sinh", "cosh", "softplus", "gelu", "silu", "mish", "hardtanh",
+        "float_power", "addmm_", "add_", "div_", "mul_", "sub_", "square_", "neg_", "std",
+        "var", "prod", "cumsum_", "index_put", "index_put_", "put_", "index_copy",
+        "index_copy_", "scatter_reduce", "as_strided",
+        "tile", "positive", "negative",
+    }
+)  # fmt: skip
+
+# Methods that never return a tensor (or return something living on the host).
+NON_TENSOR_METHODS = frozenset(
+    {
+        "item", "tolist", "numpy", "size", "dim", "ndimension", "numel", "nelement",
+        "element_size", "data_ptr", "is_contiguous", "stride", "get_device", "__len__",
+        "is_floating_point", "is_complex", "equal", "allclose", "storage", "untyped_storage",
+        "backward", "register_hook", "dim_order", "is_pinned", "is_shared", "is_set_to",
+        "storage_offset", "type", "__array__", "tobytes", "is_signed", "is_inference",
+        "has_names", "retain_grad",
+    }
+)  # fmt: skip
+
+# Tensor attributes that are tensors on the tensor's own device, and ones that are not.
+TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "data", "grad", "real", "imag"})
+NON_TENSOR_ATTRS = frozenset(
+    {
+        "shape", "dtype", "ndim", "is_cuda", "is_cpu", "is_mps", "is_xpu", "requires_grad",
+        "layout", "names", "is_leaf", "itemsize", "nbytes", "is_sparse", "is_quantized",
+        "is_meta", "grad_fn", "output_nr", "_version",
+    }
+)  # fmt: skip
+
+# -- modules ---------------------------------------------------------------------------
+
+# torch.nn layers that hold parameters or buffers (constructed on the CPU).
+PARAMETER_LAYERS = frozenset(
+    "torch.nn." + name
+    for name in (
+        "Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
+        "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d", "LazyConv2d", "LazyConv3d",
+        "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LayerNorm", "GroupNorm",
+        "RMSNorm", "LocalResponseNorm", "Embedding", "EmbeddingBag", "RNN", "LSTM", "GRU",
+        "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention", "Transformer",
+        "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+        "TransformerDecoderLayer", "PReLU",
+    )
+)  # fmt: skip
+
+# torch.nn losses that hold a buffer when given `weight=` / `pos_weight=`.
+WEIGHTED_LOSSES = frozenset(
+    "torch.nn." + name
+    for name in (
+        "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "MultiLabelSoftMarginLoss",
+        "MultiMarginLoss",
+    )
+)  # fmt: skip
+
+# Containers that hold whatever modules they are given.
+MODULE_CONTAINERS = frozenset(
+    {"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"}
+)
+
+# Base classes that make a class an nn.Module (besides anything else under torch.nn).
+MODULE_BASES = frozenset(
+    {
+        "torch.nn.Module", "pytorch_lightning.LightningModule", "lightning.LightningModule",
+        "lightning.pytorch.LightningModule", "pytorch_lightning.core.LightningModule",
+        "lightning.pytorch.core.LightningModule",
+    }
+)  # fmt: skip
+
+# Module methods that return the module itself (`.to` and friends move it in place).
+MODULE_SELF_METHODS = frozenset(
+    {
+        "half", "float", "double", "bfloat16", "train", "eval", "requires_grad_", "apply",
+        "share_memory", "type", "zero_grad",
+    }
+)  # fmt: skip
+MOVE_METHODS = frozenset({"to", "cuda", "cpu", "xpu", "mps", "npu"})
+
+DATALOADERS = frozenset(
+    {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
+)
+
+# Packages whose constructors build a model with parameters, on the CPU.
+MODEL_FACTORIES = ("torchvision.models.", "timm.create_model", "transformers.AutoModel")
+
+# Wrappers that iterate like their first argument.
+ITERATION_WRAPPERS = frozenset({"iter", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"})
+
+# What a parameter is used as, in a module method, that makes it a tensor.
+TENSOR_USE_ATTRS = frozenset(
+    {
+        "shape", "device", "ndim", "size", "dim", "view", "reshape", "permute", "transpose",
+        "unsqueeze", "flatten", "contiguous", "is_cuda",
+    }
+)  # fmt: skip
+
+# Names that, passed as `.to(name)`, are devices rather than dtypes.
+DEVICE_LIKE_NAMES = frozenset({"dev", "rank", "local_rank", "gpu", "gpu_id", "device_id"})

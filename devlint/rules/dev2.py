@@ -1,0 +1,390 @@
+"""DEV2: tensors on different devices. Every answer comes from the device analysis."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from devlint.analysis import device_tables
+from devlint.analysis.devices import AbstractValue, Conflict, DeviceAnalysis, Kind, Operand, Source
+from devlint.analysis.tree import dotted_name, walk
+from devlint.rules.base import FixPlan, InsertAfter, InsertBefore, Replace, Rule
+
+
+class MixedDevices(Rule):
+    """
+    ## What it does
+    Checks for operations whose tensor operands are known to live on different
+    devices: arithmetic and comparisons, in-place operators, `@`, `torch.cat([a, b])`,
+    `torch.where(m, a, b)`, `a.add(b)`, and a module on one device called with a
+    tensor on another.
+
+    ## Why is this bad?
+    PyTorch refuses to compute across devices (`Expected all tensors to be on the same
+    device, but found at least two devices, cuda:0 and cpu!`). Code that builds a
+    tensor without `device=` works on the CPU and fails the first time it meets a
+    tensor on the accelerator. PyTorch's own exemptions are respected: indexing an
+    accelerator tensor with a CPU index or mask is legal, and a 0-dim CPU tensor may be
+    an input of an elementwise operation on the accelerator (but not the output of an
+    in-place one).
+
+    ## Example
+        def forward(self, x):
+            mask = torch.ones(x.size(0), 5)
+            return x * mask
+
+    ## Use instead
+        def forward(self, x):
+            mask = torch.ones(x.size(0), 5, device=x.device)
+            return x * mask
+
+    ## Fix safety
+    Safe: when the CPU operand is built by a factory in the same function, `device=`
+    is added there, naming the device of the other operand (a `device` local or
+    parameter, `<other>.device`, or the module-level binding). The tensor is then
+    built where it is used; nothing else changes.
+    """
+
+    code = "DEV201"
+    name = "mixed-devices"
+    fixable = True
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self._check(node)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        self._check(node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._check(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._check(node)
+
+    def _check(self, node: cst.CSTNode) -> None:
+        analysis = DeviceAnalysis.of(self.ctx)
+        conflict = analysis.conflict_at(node)
+        if conflict is None or self._left_to_another_rule(analysis, conflict):
+            return
+        self.report(node, self._message(analysis, conflict), self._fix(analysis, conflict))
+
+    def _left_to_another_rule(self, analysis: DeviceAnalysis, conflict: Conflict) -> bool:
+        cpu = conflict.cpu.value
+        if cpu.source is Source.LOADER:
+            return True  # DEV302: the batch was never moved
+        if cpu.is_module and cpu.source is Source.CONSTRUCTION:
+            return True  # DEV301: the model was never moved
+        origin = cpu.origin
+        if origin is not None and not analysis.in_current_scope(origin):
+            cls = self.ctx.enclosing_class()
+            if cls is not None and analysis.is_module_class(cls) and _inside(origin, cls):
+                return True  # DEV204: a tensor attribute the module does not own
+        return False
+
+    def _message(self, analysis: DeviceAnalysis, conflict: Conflict) -> str:
+        cpu = _describe(analysis, conflict.cpu)
+        other = _describe(analysis, conflict.other)
+        where = analysis.code(conflict.node)
+        if conflict.kind == "module":
+            if conflict.cpu.value.is_module:
+                return f"`{analysis.code(conflict.other.expr, 40)}` ({other}) is passed to `{analysis.code(conflict.cpu.expr, 40)}` ({cpu}) in `{where}`"
+            return f"`{analysis.code(conflict.cpu.expr, 40)}` ({cpu}) is passed to `{analysis.code(conflict.other.expr, 40)}` ({other}) in `{where}`"
+        if conflict.kind == "inplace":
+            return f"in-place `{where}` writes into `{analysis.code(conflict.cpu.expr, 40)}` ({cpu}) from `{analysis.code(conflict.other.expr, 40)}` ({other})"
+        return f"`{analysis.code(conflict.cpu.expr, 40)}` ({cpu}) meets `{analysis.code(conflict.other.expr, 40)}` ({other}) in `{where}`"
+
+    # -- the fix -----------------------------------------------------------------------
+
+    def _fix(self, analysis: DeviceAnalysis, conflict: Conflict) -> FixPlan | None:
+        cpu = conflict.cpu.value
+        origin = cpu.origin
+        if cpu.source is not Source.FACTORY or not isinstance(origin, cst.Call):
+            return None
+        if not analysis.in_current_scope(origin):
+            return None
+        qualified = self.ctx.qualify(origin.func)
+        if qualified not in device_tables.FACTORIES or qualified in ("torch.vander", "torch.fill"):
+            return None
+        if any(a.keyword is not None and a.keyword.value == "device" for a in origin.args):
+            return None
+        if any(a.star == "**" for a in origin.args):
+            return None
+        device = self._device_code(analysis, origin, conflict.other)
+        if device is None:
+            return None
+        code, edits = device
+        if origin.args:
+            last = origin.args[-1]
+            return FixPlan.safe(InsertAfter(last.value, f", device={code}"), *edits)
+        return FixPlan.safe(Replace(origin, f"{analysis.code(origin.func, 10_000)}(device={code})"), *edits)
+
+    def _device_code(self, analysis: DeviceAnalysis, origin: cst.Call, other: Operand):
+        """Code that names `other`'s device where `origin` stands (SPEC §3's order), and
+        the edits it needs; None when no name is sure to mean that device there."""
+        names = analysis.names_at(origin) or {}
+        target = other.value.device
+        binding = self.binding.name
+
+        def same_device(name: str) -> bool:
+            value = names.get(name)
+            return value is not None and value.device == target
+
+        if same_device(binding) and names[binding].kind in (Kind.DEVICE, Kind.OTHER):
+            return binding, ()
+        candidates = []
+        operand = dotted_name(other.expr)
+        if operand is not None and other.value.kind is not Kind.MODULE:
+            candidates.append(operand)
+        symbol = target.symbol or ""
+        if symbol.endswith(".device"):
+            candidates.append(symbol[: -len(".device")])
+        for candidate in candidates:
+            head = candidate.split(".", 1)[0]
+            if same_device(candidate) and (head == candidate or head in names or head == "self"):
+                value = names[candidate]
+                if value.kind in (Kind.TENSOR, Kind.UNKNOWN, Kind.BATCH):
+                    return f"{candidate}.device", ()
+        if same_device(symbol) and names[symbol].kind in (Kind.DEVICE, Kind.OTHER):
+            return symbol, ()
+        if symbol == binding or (symbol.strip("\"'") in ("cuda", "cuda:0") and symbol[:1] in "\"'"):
+            if any(binding in self.ctx.bindings_of(f) for f in self.ctx.functions()):
+                return None  # a local `device` the factory cannot see yet
+            device = self.binding.device()
+            if device is not None:
+                return device.code, device.edits
+        return None
+
+
+class DiscardedTo(Rule):
+    """
+    ## What it does
+    Checks for `t.to(...)`, `t.cuda()` and `t.cpu()` used as statements on a tensor.
+
+    ## Why is this bad?
+    `Tensor.to` returns a copy and leaves `t` where it was: the statement does nothing.
+    Only `Module.to` moves in place, so the habit carries over from models to tensors
+    and the tensor silently stays on the CPU. A receiver that is, or may be, a module is
+    never reported.
+
+    ## Example
+        x = torch.randn(8, 3)
+        x.to(device)
+
+    ## Use instead
+        x = torch.randn(8, 3)
+        x = x.to(device)
+
+    ## Fix safety
+    Safe: the statement had no effect; assigning its result does what it was written
+    for. Only receivers that are names or attributes get a fix.
+    """
+
+    code = "DEV202"
+    name = "discarded-to"
+    fixable = True
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        call = node.value
+        if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+            return
+        method = call.func.attr.value
+        if method not in ("to", "cuda", "cpu"):
+            return
+        receiver = call.func.value
+        analysis = DeviceAnalysis.of(self.ctx)
+        if not analysis.value_of(receiver).is_tensor:
+            return
+        target = dotted_name(receiver)
+        fix = FixPlan.safe(InsertBefore(call, f"{target} = ")) if target is not None else None
+        code = analysis.code(call)
+        self.report(call, f"`{code}` returns a moved copy that is thrown away; `{analysis.code(receiver, 40)}` stays where it is", fix)
+
+
+class NumpyOnDevice(Rule):
+    """
+    ## What it does
+    Checks for `.numpy()` on a tensor known to live on an accelerator.
+
+    ## Why is this bad?
+    NumPy arrays live in host memory: `.numpy()` on a CUDA or MPS tensor raises
+    `can't convert cuda:0 device type tensor to numpy`. It works on the CPU, so the bug
+    shows only on the machine with the accelerator.
+
+    ## Example
+        y = model(x.to(device))
+        y.detach().numpy()
+
+    ## Use instead
+        y.detach().cpu().numpy()
+
+    ## Fix safety
+    Safe: `.cpu()` is a no-op for a CPU tensor and the copy NumPy needs otherwise.
+    """
+
+    code = "DEV203"
+    name = "numpy-on-device"
+    fixable = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute) or func.attr.value != "numpy":
+            return
+        if any(a.keyword is not None and a.keyword.value == "force" for a in node.args):
+            return
+        analysis = DeviceAnalysis.of(self.ctx)
+        value = analysis.value_of(func.value)
+        if not value.tensor_like or not value.device.is_accel:
+            return
+        receiver = analysis.code(func.value, 40)
+        message = f"`.numpy()` on `{receiver}`, which lives on {value.device}: NumPy needs it on the CPU"
+        self.report(node, message, FixPlan.safe(Replace(func.attr, "cpu().numpy")))
+
+
+class UnregisteredModuleTensor(Rule):
+    """
+    ## What it does
+    Checks, in the `__init__` of an `nn.Module` subclass (also through local base
+    classes and Lightning), for `self.name = <tensor>` where the tensor is neither an
+    `nn.Parameter` nor registered as a buffer.
+
+    ## Why is this bad?
+    `model.to(device)` moves parameters and buffers only: the plain tensor attribute
+    stays on the CPU and the first `forward` on the accelerator fails (or, worse,
+    silently copies it every call). It is also missing from `state_dict()`.
+
+    ## Example
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.mask = torch.ones(10)
+
+    ## Use instead
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("mask", torch.ones(10), persistent=False)
+
+    ## Fix safety
+    Unsafe: a buffer follows the module through `.half()` and `.double()` as well as
+    `.to(device)`, so its dtype may now change with the model's.
+    """
+
+    code = "DEV204"
+    name = "unregistered-module-tensor"
+    fixable = True
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) == 1:
+            self._check(node, node.targets[0].target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._check(node, node.target, node.value)
+
+    def _check(self, node: cst.CSTNode, target: cst.BaseExpression, value_node: cst.BaseExpression) -> None:
+        if not isinstance(target, cst.Attribute) or not isinstance(target.value, cst.Name):
+            return
+        functions = self.ctx.functions()
+        if not functions or not isinstance(functions[0], cst.FunctionDef):
+            return
+        method = functions[0]
+        analysis = DeviceAnalysis.of(self.ctx)
+        cls = analysis.model.class_of.get(id(method))
+        if cls is None or not analysis.is_module_class(cls, strict=True):
+            return
+        params = method.params.params
+        if not params or params[0].name.value != target.value.value:
+            return
+        if not _runs_at_construction(method, cls):
+            return
+        value = analysis.value_of(value_node)
+        if not value.is_tensor or value.is_parameter:
+            return
+        if value.source not in (Source.FACTORY, Source.NUMPY, Source.MOVE):
+            return
+        attr = target.attr.value
+        registered = analysis.registered_names(cls)
+        if registered is None or attr in registered:
+            return
+        others = _other_assignments(cls, target.value.value, attr, node)
+        if any(not _plain_tensor(analysis, m, v) for m, v in others):
+            return
+        self_name = target.value.value
+        message = (
+            f"`{self_name}.{attr}` is a tensor the module does not own: `.to(device)` leaves it "
+            f"on {value.device}; register it as a buffer"
+        )
+        fix = None
+        if not others and not _class_level(cls, attr) and isinstance(node, cst.Assign):
+            code = analysis.code(value_node, 10_000)
+            text = f'{self_name}.register_buffer("{attr}", {code}, persistent=False)'
+            fix = FixPlan.unsafe(Replace(node, text))
+        self.report(node, message, fix)
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+
+def _describe(analysis: DeviceAnalysis, operand: Operand) -> str:
+    value = operand.value
+    text = str(value.device)
+    if value.origin is not None and value.how and value.source is not Source.PARAMETER:
+        text += f", line {analysis.line_of(value.origin)}: {value.how}"
+    return text
+
+
+def _inside(node: cst.CSTNode, container: cst.CSTNode) -> bool:
+    return any(n is node for n in walk(container))
+
+
+def _runs_at_construction(method: cst.FunctionDef, cls: cst.ClassDef) -> bool:
+    """`__init__`, or a method `__init__` calls as `self.<name>(...)`."""
+    name = method.name.value
+    if name == "__init__":
+        return True
+    for candidate in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+        if isinstance(candidate, cst.FunctionDef) and candidate.name.value == "__init__":
+            for node in walk(candidate.body):
+                if (
+                    isinstance(node, cst.Call)
+                    and isinstance(node.func, cst.Attribute)
+                    and node.func.attr.value == name
+                    and isinstance(node.func.value, cst.Name)
+                ):
+                    return True
+    return False
+
+
+def _other_assignments(cls: cst.ClassDef, self_name: str, attr: str, node: cst.CSTNode):
+    """(method, value) of every other `self.<attr> = value` in the class."""
+    found = []
+    for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+        if not isinstance(stmt, cst.FunctionDef):
+            continue
+        for child in walk(stmt.body):
+            if child is node:
+                continue
+            targets: list = []
+            if isinstance(child, cst.Assign):
+                targets = [t.target for t in child.targets]
+            elif isinstance(child, (cst.AnnAssign, cst.AugAssign)) and getattr(child, "value", None) is not None:
+                targets = [child.target]
+            for target in targets:
+                if dotted_name(target) == f"{self_name}.{attr}":
+                    found.append((stmt, child.value))
+    return found
+
+
+def _plain_tensor(analysis: DeviceAnalysis, method: cst.FunctionDef, value_node: cst.BaseExpression) -> bool:
+    value = analysis.scope(method).values.get(id(value_node))
+    return isinstance(value, AbstractValue) and value.kind is Kind.TENSOR and not value.is_parameter
+
+
+def _class_level(cls: cst.ClassDef, attr: str) -> bool:
+    for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign) and any(dotted_name(t.target) == attr for t in small.targets):
+                    return True
+                if isinstance(small, cst.AnnAssign) and small.value is not None and dotted_name(small.target) == attr:
+                    return True
+    return False
