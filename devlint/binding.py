@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from devlint.analysis.literals import is_device_attribute
 from devlint.analysis.tree import string_value, walk_scope
 from devlint.rules.base import InsertLines, NodeEdit
 
@@ -23,13 +24,24 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class DeviceExpr:
-    """Code naming the device, plus the edits (prelude lines) it depends on."""
+    """Code naming the device, plus the edits (prelude lines) it depends on.
+
+    `kind` says what the name holds: "device" (a torch.device), "type" (a device-type
+    string such as `"cuda"`), or "any" (either, or a string with an index). `type_code`
+    is the device type in each case: `device.type`, `device`, `torch.device(device).type`.
+    """
 
     code: str
     edits: tuple[NodeEdit, ...] = ()
+    kind: str = "device"
+    torch: str = "torch"
 
     @property
     def type_code(self) -> str:
+        if self.kind == "type":
+            return self.code
+        if self.kind == "any":
+            return f"{self.torch}.device({self.code}).type"
         return f"{self.code}.type"
 
 
@@ -39,8 +51,7 @@ class BindingService:
         self.name = ctx.config.device_name
         self._module_name: str | None = None
         self._module_state: str | None = None  # "exists" | "create" | None (not computed)
-        self._anchor: cst.CSTNode | None = None
-        self._anchor_index = -1
+        self._module_kind = "device"
 
     # -- torch -----------------------------------------------------------------------
 
@@ -51,14 +62,21 @@ class BindingService:
             return aliases[0], ()
         anchor = self._prelude_anchor()
         newline = self._newline()
-        return "torch", (InsertLines(anchor, f"import torch{newline}"),)
+        after_docstring = anchor is not None and not _is_import_statement(anchor)
+        return "torch", (InsertLines(anchor, f"{newline if after_docstring else ''}import torch{newline}"),)
 
-    def portable_expression(self) -> tuple[str, tuple[NodeEdit, ...]]:
-        """`torch.accelerator.current_accelerator() if ... else torch.device("cpu")`."""
+    def portable_expression(self, *, string: bool = False) -> tuple[str, tuple[NodeEdit, ...]]:
+        """`torch.accelerator.current_accelerator() if ... else torch.device("cpu")`; with
+        `string=True` the same choice as a device-type string, for code that holds strings."""
         torch, edits = self.torch()
         config = self.ctx.config
-        if config.device_style == "cuda" or config.torch_version < (2, 6):
+        cuda_style = config.device_style == "cuda" or config.torch_version < (2, 6)
+        if cuda_style and string:
+            code = f'"cuda" if {torch}.cuda.is_available() else "cpu"'
+        elif cuda_style:
             code = f'{torch}.device("cuda" if {torch}.cuda.is_available() else "cpu")'
+        elif string:
+            code = f'{torch}.accelerator.current_accelerator().type if {torch}.accelerator.is_available() else "cpu"'
         else:
             code = (
                 f"{torch}.accelerator.current_accelerator() "
@@ -73,16 +91,92 @@ class BindingService:
         ctx = self.ctx
         for function in ctx.functions():
             if self.name in ctx.bindings_of(function):
-                if self._is_parameter(function) or ctx.assigned_before(function, self.name):
-                    return DeviceExpr(self.name)
-                # assigned later in this function: the module-level name would be unbound
-                return None
+                parameter = self._parameter(function)
+                if parameter is None and not ctx.assigned_before(function, self.name):
+                    # assigned later in this function: the module-level name would be unbound
+                    return None
+                if parameter is not None and _is_none(parameter.default):
+                    if not ctx.assigned_before(function, self.name):
+                        # `device=None` means "the default device" here: `.to(None)` would not move
+                        return None
+                return self._named(self.name, self._local_kind(function, parameter))
         return self._module_binding()
 
-    def _is_parameter(self, function: cst.FunctionDef | cst.Lambda) -> bool:
+    def _named(self, name: str, kind: str) -> DeviceExpr:
+        if kind == "any":
+            torch, edits = self.torch()
+            return DeviceExpr(name, edits, kind, torch)
+        return DeviceExpr(name, kind=kind)
+
+    def _parameter(self, function: cst.FunctionDef | cst.Lambda) -> cst.Param | None:
+        return self._parameter_named(function, self.name)
+
+    @staticmethod
+    def _parameter_named(function: cst.FunctionDef | cst.Lambda, name: str) -> cst.Param | None:
         params = function.params
         every = (*params.posonly_params, *params.params, *params.kwonly_params)
-        return any(p.name.value == self.name for p in every)
+        return next((p for p in every if p.name.value == name), None)
+
+    def _local_kind(self, function: cst.FunctionDef | cst.Lambda, parameter: cst.Param | None) -> str:
+        if parameter is not None:
+            annotation = parameter.annotation
+            known = annotation is not None and self.ctx.qualify(annotation.annotation) == "torch.device"
+            return "device" if known else "any"
+        if isinstance(function, cst.Lambda):
+            return "any"
+        values = [
+            node.value
+            for node in walk_scope(function.body)
+            if isinstance(node, cst.Assign)
+            and any(isinstance(t.target, cst.Name) and t.target.value == self.name for t in node.targets)
+        ]
+        kind = _joined_kind(self.value_kind(v) for v in values)
+        return kind if kind in ("device", "type") else "any"
+
+    def holds_device(self, name: str) -> bool:
+        """Is `name`, where the walk stands, surely a torch.device? True when every
+        assignment in its scope (the innermost function binding it, else the module) is
+        `torch.device(...)`, `x.device` or the like, and it is not a parameter."""
+        scope: cst.CSTNode = self.ctx.module
+        for function in self.ctx.functions():
+            if name in self.ctx.bindings_of(function):
+                if isinstance(function, cst.Lambda):
+                    return False
+                scope = function.body
+                if self._parameter_named(function, name) is not None:
+                    return False
+                break
+        kinds = [
+            self.value_kind(node.value)
+            for node in walk_scope(scope)
+            if isinstance(node, cst.Assign)
+            and any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets)
+        ]
+        return _joined_kind(kinds) == "device"
+
+    def value_kind(self, value: cst.BaseExpression) -> str:
+        """What an assigned value holds: "device", "type" (a device-type string), "string"
+        (a device string with an index), "other" (surely not a device), or "unknown"."""
+        if isinstance(value, cst.IfExp):
+            return _joined_kind((self.value_kind(value.body), self.value_kind(value.orelse)))
+        if isinstance(value, cst.SimpleString):
+            literal = string_value(value)
+            if literal is None or literal.split(":", 1)[0] not in _DEVICE_TYPES:
+                return "other"
+            return "string" if ":" in literal else "type"
+        if isinstance(value, (cst.ConcatenatedString, cst.FormattedString)):
+            return "string"
+        if isinstance(value, cst.Attribute) and value.attr.value == "type":
+            return "type" if self.value_kind(value.value) == "device" else "unknown"
+        if is_device_attribute(value):
+            return "device"
+        if isinstance(value, cst.Call) and self.ctx.qualify(value.func) in _DEVICE_CALLS:
+            return "device"
+        if isinstance(value, (cst.Integer, cst.Float, cst.List, cst.Dict, cst.Set, cst.Tuple, cst.Lambda)):
+            return "other"
+        if isinstance(value, cst.Name) and value.value in {"None", "True", "False"}:
+            return "other"
+        return "unknown"
 
     def _module_binding(self) -> DeviceExpr | None:
         if self._module_state is None:
@@ -91,7 +185,7 @@ class BindingService:
         if self._module_state == "exists":
             if not self.ctx.functions() and not self._defined_before_current(self._module_name):
                 return None  # module-level code running before the binding exists
-            return DeviceExpr(self._module_name)
+            return self._named(self._module_name, self._module_kind)
         if any(self._module_name in self.ctx.bindings_of(f) for f in self.ctx.functions()):
             return None
         torch, torch_edits = self.torch()
@@ -101,7 +195,12 @@ class BindingService:
         if anchor is None and not self.ctx.module.body:
             return None
         prelude = "".join(e.text for e in torch_edits if isinstance(e, InsertLines))
-        text = f"{prelude}{newline}{self._module_name} = {portable}{newline}"
+        text = f"{self._module_name} = {portable}{newline}"
+        if anchor is not None or prelude:
+            text = newline + text  # a blank line between the imports and the binding
+        if self._next_is_close(anchor):
+            text += newline  # and one between the binding and the code after it
+        text = prelude + text
         return DeviceExpr(self._module_name, (InsertLines(anchor, text),))
 
     def _find_module_binding(self) -> tuple[str, str]:
@@ -110,7 +209,8 @@ class BindingService:
         candidates = [self.name, f"{self.name}_", *(f"{self.name}_{i}" for i in range(2, 100))]
         for candidate in candidates:
             kind = taken.get(candidate)
-            if kind == "device":
+            if kind is not None and kind != "other":
+                self._module_kind = kind
                 return candidate, "exists"
             if kind is None and candidate not in self.ctx.imports.aliases:
                 return candidate, "create"
@@ -128,24 +228,21 @@ class BindingService:
         return False
 
     def _module_names(self) -> dict[str, str]:
-        """Module-level names and whether each may hold a device ("device") or not ("other")."""
-        names: dict[str, str] = {}
+        """Module-level names and what each holds: "device", "type", "any" or "other"."""
+        values: dict[str, list[str]] = {}
         for node in walk_scope(self.ctx.module):
             if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-                names[node.name.value] = "other"
+                values.setdefault(node.name.value, []).append("other")
             elif isinstance(node, cst.Assign):
                 for target in node.targets:
                     if isinstance(target.target, cst.Name):
-                        kind = "device" if _may_be_device(node.value) else "other"
-                        names.setdefault(target.target.value, kind)
-                        if kind == "other":
-                            names[target.target.value] = "other"
+                        values.setdefault(target.target.value, []).append(self.value_kind(node.value))
             elif isinstance(node, cst.AnnAssign) and isinstance(node.target, cst.Name):
-                kind = "device" if node.value is not None and _may_be_device(node.value) else "other"
-                names[node.target.value] = kind
+                kind = self.value_kind(node.value) if node.value is not None else "other"
+                values.setdefault(node.target.value, []).append(kind)
             elif isinstance(node, (cst.For, cst.AugAssign)) and isinstance(node.target, cst.Name):
-                names[node.target.value] = "other"
-        return names
+                values.setdefault(node.target.value, []).append("other")
+        return {name: _joined_kind(kinds) for name, kinds in values.items()}
 
     # -- where module-level lines go -------------------------------------------------
 
@@ -164,20 +261,36 @@ class BindingService:
                 anchor = stmt
         return anchor
 
+    def _next_is_close(self, anchor: cst.CSTNode | None) -> bool:
+        """Does code follow `anchor` (None: the file's top) without a blank line between?"""
+        body = self.ctx.module.body
+        index = next((i + 1 for i, stmt in enumerate(body) if stmt is anchor), 0)
+        if index >= len(body):
+            return False
+        following = body[index]
+        return anchor is None or not any(line.comment is None for line in following.leading_lines)
+
     def _newline(self) -> str:
         return self.ctx.module.default_newline
 
 
-def _may_be_device(value: cst.BaseExpression) -> bool:
-    """Could this module-level value be a device? Literals of other kinds cannot."""
-    if isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-        literal = string_value(value)
-        return literal is not None and literal.split(":")[0] in {"cpu", "cuda", "mps", "xpu", "npu", "hpu", "meta"}
-    if isinstance(value, (cst.Integer, cst.Float, cst.List, cst.Dict, cst.Set, cst.Tuple, cst.Lambda)):
-        return False
-    if isinstance(value, cst.Name) and value.value in {"None", "True", "False"}:
-        return False
-    return True
+_DEVICE_CALLS = frozenset({"torch.device", "torch.accelerator.current_accelerator"})
+_DEVICE_TYPES = frozenset({"cpu", "cuda", "mps", "xpu", "npu", "hpu", "meta"})
+
+
+def _is_none(node: cst.BaseExpression | None) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+def _joined_kind(kinds) -> str:
+    """One kind for a name assigned several values: "device" and "type" when all agree,
+    "other" when any value is surely no device, else "any"."""
+    kinds = set(kinds)
+    if not kinds or "other" in kinds:
+        return "other"
+    if len(kinds) == 1 and kinds <= {"device", "type"}:
+        return kinds.pop()
+    return "any"
 
 
 def _is_import_statement(stmt: cst.CSTNode) -> bool:

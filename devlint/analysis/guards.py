@@ -75,7 +75,7 @@ class GuardOracle:
 
     def _is_check(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, cst.Call):
-            return self._qualify(expr.func) in AVAILABILITY_CALLS
+            return self._qualify(expr.func) in AVAILABILITY_CALLS or _is_accelerator_prefix_test(expr)
         if isinstance(expr, cst.Attribute):
             if expr.attr.value in _ACCELERATOR_ATTRS or expr.attr.value in self.guard_names:
                 return True
@@ -102,6 +102,40 @@ class GuardOracle:
         if positive and isinstance(op, (cst.GreaterThan, cst.GreaterThanEqual, cst.NotEqual)):
             return self._is_check(expr.left)
         return False
+
+
+def _is_accelerator_prefix_test(call: cst.Call) -> bool:
+    """`device.startswith("cuda")`, `str(device).startswith(("cuda", "xpu"))`."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value != "startswith" or len(call.args) != 1:
+        return False
+    prefix = call.args[0].value
+    options = [e.value for e in prefix.elements] if isinstance(prefix, cst.Tuple) else [prefix]
+    literals = [string_value(o) for o in options]
+    return all(v is not None and accelerator_type(v) for v in literals)
+
+
+_FALLBACK_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError", "TypeError"})
+
+
+def in_compat_fallback(ancestors: list[cst.CSTNode]) -> bool:
+    """Is the innermost node of `ancestors` in code that runs only where a newer API is
+    missing? `except (ImportError, AttributeError):` handlers, and the branch of
+    `if hasattr(torch.amp, ...)` where the attribute is absent."""
+    for child, parent in zip(ancestors[1:], ancestors):
+        if isinstance(parent, cst.ExceptHandler) and child is parent.body:
+            caught = parent.type
+            names = [e.value for e in caught.elements] if isinstance(caught, cst.Tuple) else [caught]
+            if caught is None or any((dotted_name(n) or "").rsplit(".", 1)[-1] in _FALLBACK_ERRORS for n in names):
+                return True
+        elif isinstance(parent, cst.If):
+            test, negated = parent.test, False
+            if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+                test, negated = test.expression, True
+            is_hasattr = isinstance(test, cst.Call) and dotted_name(test.func) == "hasattr"
+            if is_hasattr and child is (parent.body if negated else parent.orelse):
+                return True
+    return False
 
 
 def is_device_literal_check(expr: cst.BaseExpression) -> bool:

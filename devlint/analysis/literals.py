@@ -35,6 +35,7 @@ class DeviceLiteral:
     position: str  # "device" | "device_type" | "assign" | "default" | "torch.device"
     nested: bool  # inside a conditional expression or boolean operation
     target: cst.BaseExpression | None = None  # for "assign": the assigned name or attribute
+    cpu_alternative: bool = False  # one branch of `"cuda" if c else "cpu"`: a choice, not a hardcode
 
     @property
     def has_other_index(self) -> bool:
@@ -89,50 +90,79 @@ def device_literal(ctx: FileContext, node: cst.CSTNode) -> DeviceLiteral | None:
             return None
         kind, text, index = described
     assert kind is not None
-    position, nested, target = _position(ctx, node)
+    where = _position(ctx, node)
+    position = where.position
     if position is None:
-        if isinstance(node, cst.Call):
-            position = "torch.device"
-        else:
+        if not isinstance(node, cst.Call):
             return None
-    return DeviceLiteral(node, text, kind, index, position, nested, target)
+        position = "torch.device"
+    return DeviceLiteral(node, text, kind, index, position, where.nested, where.target, where.cpu_alternative)
 
 
-def _position(ctx: FileContext, node: cst.CSTNode) -> tuple[str | None, bool, cst.BaseExpression | None]:
-    nested = False
+@dataclass(frozen=True)
+class _Position:
+    position: str | None
+    nested: bool = False
+    target: cst.BaseExpression | None = None
+    cpu_alternative: bool = False
+
+
+def _position(ctx: FileContext, node: cst.CSTNode) -> _Position:
+    nested = cpu_alternative = False
     child = node
     parent = ctx.parent(child)
     while isinstance(parent, (cst.IfExp, cst.BooleanOperation)):
-        if isinstance(parent, cst.IfExp) and child is parent.test:
-            return None, False, None
+        if isinstance(parent, cst.IfExp):
+            if child is parent.test:
+                return _Position(None)
+            other = parent.orelse if child is parent.body else parent.body
+            cpu_alternative = cpu_alternative or _is_cpu(ctx, other)
         nested = True
         child, parent = parent, ctx.parent(parent)
+    position, target = _position_of(ctx, child, parent)
+    return _Position(position, nested, target, cpu_alternative)
+
+
+def _position_of(
+    ctx: FileContext, child: cst.CSTNode, parent: cst.CSTNode | None
+) -> tuple[str | None, cst.BaseExpression | None]:
     if isinstance(parent, cst.Arg):
         call = ctx.parent(parent)
         if not isinstance(call, cst.Call):
-            return None, nested, None
+            return None, None
         keyword = parent.keyword.value if parent.keyword is not None else None
         if keyword in DEVICE_KEYWORDS:
-            return ("device_type" if keyword == "device_type" else "device"), nested, None
-        if keyword is None and not parent.star:
-            name = ctx.qualify(call.func)
-            if name in _DEVICE_TYPE_FIRST and call.args[0] is parent:
-                return "device_type", nested, None
-            if name in _GENERATOR:
-                return "device", nested, None
-            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "to" and name is None:
-                return "device", nested, None
-        return None, nested, None
+            return ("device_type" if keyword == "device_type" else "device"), None
+        name = ctx.qualify(call.func)
+        if name == "torch.device" and keyword in (None, "type") and call.args[0] is parent:
+            return "torch.device", None  # `torch.device("cuda:4" if ... else "cpu")`
+        if keyword is not None or parent.star or call.args[0] is not parent:
+            return None, None
+        if name in _DEVICE_TYPE_FIRST:
+            return "device_type", None
+        if name in _GENERATOR:
+            return "device", None
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "to" and name is None:
+            return "device", None
+        return None, None
     if isinstance(parent, cst.Assign) and child is parent.value:
         for target in parent.targets:
             if _is_device_target(ctx, target.target):
-                return "assign", nested, target.target
-        return None, nested, None
+                return "assign", target.target
+        return None, None
     if isinstance(parent, cst.AnnAssign) and child is parent.value and _is_device_target(ctx, parent.target):
-        return "assign", nested, parent.target
+        return "assign", parent.target
     if isinstance(parent, cst.Param) and child is parent.default:
-        return "default", nested, None
-    return None, nested, None
+        return "default", None
+    return None, None
+
+
+def _is_cpu(ctx: FileContext, node: cst.BaseExpression) -> bool:
+    """`"cpu"` or `torch.device("cpu")`."""
+    if isinstance(node, cst.Call) and ctx.qualify(node.func) == "torch.device" and node.args:
+        node = node.args[0].value
+    literal = string_value(node)
+    return literal is not None and literal.split(":", 1)[0] == "cpu"
 
 
 def _is_device_target(ctx: FileContext, target: cst.BaseExpression) -> bool:
@@ -143,3 +173,21 @@ def _is_device_target(ctx: FileContext, target: cst.BaseExpression) -> bool:
     else:
         return False
     return name in ("device", ctx.config.device_name) or name.endswith("_device")
+
+
+_CONFIG_ROOTS = frozenset({"self", "args", "opt", "opts", "cfg", "config", "options", "hparams", "params", "conf"})
+
+
+def is_device_attribute(node: cst.BaseExpression) -> bool:
+    """Is `node` a tensor's `.device` (a torch.device), as in `x.device` or
+    `next(model.parameters()).device`? `self.device`, `args.device` and `cfg.model.device`
+    are often strings, and are not."""
+    if not isinstance(node, cst.Attribute) or node.attr.value != "device":
+        return False
+    receiver = node.value
+    root = receiver
+    while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
+        root = root.value if not isinstance(root, cst.Call) else root.func
+    if isinstance(receiver, cst.Name) and receiver.value in _CONFIG_ROOTS:
+        return False
+    return not (isinstance(receiver, cst.Attribute) and isinstance(root, cst.Name) and root.value in _CONFIG_ROOTS - {"self"})

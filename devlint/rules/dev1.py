@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 
-from devlint.analysis.guards import accelerator_type
-from devlint.analysis.literals import VARIABLE, device_literal, torch_device_call
-from devlint.analysis.tree import dotted_name, int_value, string_value
+from devlint.analysis.guards import accelerator_type, in_compat_fallback
+from devlint.analysis.literals import VARIABLE, DeviceLiteral, device_literal, is_device_attribute, torch_device_call
+from devlint.analysis.tree import dotted_name, int_value, string_value, walk
 from devlint.rules.base import FixPlan, Replace, Rule
 
 _PARALLEL = frozenset(
@@ -63,20 +65,23 @@ class HardcodedDevice(Rule):
         found = device_literal(self.ctx, node)
         if found is None or found.position == "default" or found.has_other_index:
             return
-        if self.ctx.in_accelerator_branch(node):
-            return
+        if found.cpu_alternative or self.ctx.in_accelerator_branch(node):
+            return  # `"cuda" if use_cuda else "cpu"` is a choice made at run time
         self.report(node, f"hardcoded device {found.text}: use a device chosen at run time", self._fix(found))
 
-    def _fix(self, found) -> FixPlan | None:
+    def _fix(self, found: DeviceLiteral) -> FixPlan | None:
         if found.nested or found.index == VARIABLE:
             return None
-        if found.position == "assign" and isinstance(found.target, cst.Name) and found.target.value in (
-            self.binding.name,
-            "device",
-        ):
-            code, edits = self.binding.portable_expression()
-            return FixPlan.safe(Replace(found.unit, code), *edits)
+        is_string = isinstance(found.unit, cst.SimpleString)
         device = self.binding.device()
+        if found.position == "assign":
+            # A string stays a string, since code may compare it to "cuda".
+            binding_name = isinstance(found.target, cst.Name) and found.target.value in (self.binding.name, "device")
+            if is_string and not binding_name and device is not None and device.kind == "device":
+                return FixPlan.safe(Replace(found.unit, device.type_code), *device.edits)
+            if binding_name or is_string:
+                code, edits = self.binding.portable_expression(string=is_string)
+                return FixPlan.safe(Replace(found.unit, code), *edits)
         if device is None:
             return None
         code = device.type_code if found.position == "device_type" else device.code
@@ -90,7 +95,13 @@ class CudaMethod(Rule):
 
     ## Why is this bad?
     `.cuda()` fails on machines without CUDA and ignores Apple, Intel and Ascend
-    devices. `.to(device)` with a device chosen at run time works everywhere.
+    devices. `.to(device)` with a device chosen at run time works everywhere. Like a
+    `"cuda"` literal, a `.cuda()` under an availability guard is portable and is not
+    reported.
+
+    Any `.cuda()` method is reported, since devlint cannot tell a tensor from another
+    object; a class that defines its own `cuda` method is almost always a wrapper that
+    forwards to `Module.cuda`, so its callers have the same problem.
 
     ## Example
         model.cuda()
@@ -102,13 +113,20 @@ class CudaMethod(Rule):
 
     ## Fix safety
     Safe: with CUDA present, `.to(device)` moves to the same device. `non_blocking`
-    and `memory_format` are kept. `.cuda(i)` with a variable index is reported without
-    a fix; a literal index other than 0 is DEV103's.
+    and `memory_format` are kept. No fix for `.cuda(i)` with a variable index, nor in
+    a file that defines a `cuda` method of its own (that class may have no `.to`); a
+    literal index other than 0 is DEV103's.
     """
 
     code = "DEV102"
     name = "cuda-method"
     fixable = True
+
+    _POSITIONAL = ("device", "non_blocking")
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        self._own_cuda_method: bool | None = None
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -116,27 +134,21 @@ class CudaMethod(Rule):
             return
         if self.ctx.qualify(func) is not None:
             return  # `torch.cuda(...)` is not a method call on a tensor
-        index_arg = None
-        kept: list[cst.Arg] = []
-        for arg in node.args:
-            if arg.star:
-                return
-            keyword = arg.keyword.value if arg.keyword is not None else None
-            if keyword in (None, "device"):
-                index_arg = arg.value
-            elif keyword in ("non_blocking", "memory_format"):
-                kept.append(arg)
-            else:
-                return
-        fix = None
-        if index_arg is not None:
-            index = int_value(index_arg)
-            if index is not None and index != 0:
-                return  # DEV103
-            if index is None and not (isinstance(index_arg, cst.Name) and index_arg.value == "None"):
+        arguments = self._arguments(node)
+        if arguments is None:
+            return
+        index, kept = arguments
+        value = int_value(index) if index is not None else None
+        if value not in (None, 0):
+            return  # DEV103
+        if self.ctx.in_accelerator_branch():
+            return  # as portable as a guarded `.to("cuda")`
+        if index is not None:
+            if value is None and not (isinstance(index, cst.Name) and index.value == "None"):
                 self.report(node, "`.cuda(index)` only runs with CUDA: move with `.to(device)` and a per-process device")
                 return
-        device = self.binding.device()
+        device = None if self._defines_cuda_method() else self.binding.device()
+        fix = None
         if device is not None:
             args = [cst.Arg(cst.parse_expression(device.code))] + [
                 a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in kept
@@ -144,6 +156,39 @@ class CudaMethod(Rule):
             new = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=args, lpar=(), rpar=())
             fix = FixPlan.safe(Replace(node, self.ctx.module.code_for_node(new)), *device.edits)
         self.report(node, f"`.cuda()` only runs with CUDA: use `.to({device.code if device else 'device'})`", fix)
+
+    def _arguments(self, node: cst.Call) -> tuple[cst.BaseExpression | None, list[cst.Arg]] | None:
+        """(the device index argument, the arguments `.to` keeps); None for a shape we do
+        not know (`*args`, unknown keywords)."""
+        index = None
+        kept: list[cst.Arg] = []
+        for position, arg in enumerate(node.args):
+            if arg.star:
+                return None
+            if arg.keyword is not None:
+                keyword = arg.keyword.value
+            elif position < len(self._POSITIONAL):
+                keyword = self._POSITIONAL[position]
+            else:
+                return None
+            if keyword == "device":
+                index = arg.value
+            elif keyword in ("non_blocking", "memory_format"):
+                kept.append(arg.with_changes(keyword=cst.Name(keyword), equal=cst.AssignEqual(
+                    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
+                    if arg.keyword is None else arg)  # fmt: skip
+            else:
+                return None
+        return index, kept
+
+    def _defines_cuda_method(self) -> bool:
+        if self._own_cuda_method is None:
+            self._own_cuda_method = any(
+                isinstance(node, cst.ClassDef)
+                and any(isinstance(s, cst.FunctionDef) and s.name.value == "cuda" for s in node.body.body)
+                for node in walk(self.ctx.module)
+            )
+        return self._own_cuda_method
 
 
 class HardcodedDeviceIndex(Rule):
@@ -181,11 +226,9 @@ class HardcodedDeviceIndex(Rule):
             return
         func = node.func
         name = self.ctx.qualify(func)
-        if isinstance(func, cst.Attribute) and func.attr.value == "cuda" and name is None and node.args:
-            index = int_value(node.args[0].value)
-            if index not in (None, 0) and node.args[0].keyword in (None,) or (
-                node.args[0].keyword is not None and node.args[0].keyword.value == "device" and index not in (None, 0)
-            ):
+        if isinstance(func, cst.Attribute) and func.attr.value == "cuda" and name is None:
+            index = next((int_value(a.value) for a in node.args if _is_device_index(a, node.args)), None)
+            if index not in (None, 0):
                 self.report(node, f"`.cuda({index})` hardcodes GPU {index}: use LOCAL_RANK or DDP to pick the GPU")
             return
         if name == "torch.cuda.set_device" and node.args and int_value(node.args[0].value) is not None:
@@ -207,6 +250,13 @@ class HardcodedDeviceIndex(Rule):
             self.report(
                 node, f"hardcoded device index {found.text}: fails where fewer GPUs exist; use LOCAL_RANK or DDP"
             )
+
+
+def _is_device_index(arg: cst.Arg, args: Sequence[cst.Arg]) -> bool:
+    """Is `arg` the device of `.cuda(device, non_blocking)`?"""
+    if arg.keyword is not None:
+        return arg.keyword.value == "device"
+    return not arg.star and arg is args[0]
 
 
 def _int_list(node: cst.BaseExpression) -> bool:
@@ -271,7 +321,8 @@ class LegacyTensorType(Rule):
 
     def __init__(self, *args: object) -> None:
         super().__init__(*args)
-        self._aliases: dict[str, tuple[str, bool] | None] = {}
+        # (scope, name) -> (dtype, cuda), or None when the branches disagree on the dtype
+        self._aliases: dict[tuple[int, str], tuple[str, bool] | None] = {}
 
     def visit_Assign(self, node: cst.Assign) -> None:
         found = self._alias_value(node.value)
@@ -279,7 +330,13 @@ class LegacyTensorType(Rule):
             return
         for target in node.targets:
             if isinstance(target.target, cst.Name):
-                self._aliases[target.target.value] = found
+                self._aliases[self._alias_key(target.target.value)] = found
+
+    def _alias_key(self, name: str) -> tuple[int, str]:
+        """The scope `name` belongs to where the walk stands: the innermost function
+        that binds it, else the module."""
+        scope = next((f for f in self.ctx.functions() if name in self.ctx.bindings_of(f)), self.ctx.module)
+        return id(scope), name
 
     def _alias_value(self, value: cst.BaseExpression):
         """(dtype, cuda) for `torch.cuda.FloatTensor if c else torch.FloatTensor`; None if
@@ -297,11 +354,10 @@ class LegacyTensorType(Rule):
         func = node.func
         qualified = self.ctx.qualify(func)
         found = legacy_type(qualified)
-        if found is None and isinstance(func, cst.Name) and func.value in self._aliases:
-            alias = self._aliases[func.value]
-            if not self.ctx.is_local(func.value):
-                self.report(node, f"`{func.value}` is a legacy tensor type: use a factory with dtype= and device=",
-                            self._constructor_fix(node, alias) if alias else None)  # fmt: skip
+        if found is None and isinstance(func, cst.Name) and self._alias_key(func.value) in self._aliases:
+            alias = self._aliases[self._alias_key(func.value)]
+            self.report(node, f"`{func.value}` is a legacy tensor type: use a factory with dtype= and device=",
+                        self._constructor_fix(node, alias) if alias else None)  # fmt: skip
             return
         if found is not None:
             self.report(node, f"legacy constructor `{dotted_name(func)}`: use a factory with dtype= and device=",
@@ -321,8 +377,8 @@ class LegacyTensorType(Rule):
         literal = string_value(arg)
         if literal is not None:
             return legacy_type(literal)
-        if isinstance(arg, cst.Name) and arg.value in self._aliases:
-            return self._aliases[arg.value]
+        if isinstance(arg, cst.Name) and self._alias_key(arg.value) in self._aliases:
+            return self._aliases[self._alias_key(arg.value)]
         return legacy_type(self.ctx.qualify(arg))
 
     def _check_type_method(self, node: cst.Call) -> None:
@@ -432,6 +488,10 @@ class DeprecatedCudaAmp(Rule):
         with torch.amp.autocast(device.type):
             loss = model(x)
 
+    A use in a compatibility fallback (an `except (ImportError, AttributeError)` handler,
+    the `else` of `if hasattr(torch.amp, ...)`) is what old torch versions need and is not
+    reported.
+
     ## Fix safety
     Safe: on CUDA `device.type` is `"cuda"`. Positional arguments become keywords, since
     `torch.amp` takes the device type first. Applied only when the `torch-version`
@@ -460,11 +520,13 @@ class DeprecatedCudaAmp(Rule):
         if qualified not in _AMP:
             return
         parent = self.ctx.parent(node)
-        if isinstance(parent, (cst.Call, cst.Decorator, cst.Attribute)):
+        if isinstance(parent, (cst.Call, cst.Decorator, cst.Attribute)) or in_compat_fallback(self.ctx.ancestors):
             return
         self.report(node, f"`{dotted_name(node)}` is deprecated: use `torch.amp.{_AMP[qualified][0]}`")
 
     def _report(self, node: cst.CSTNode, entry, args: list[cst.Arg], call: cst.Call | None) -> None:
+        if in_compat_fallback(self.ctx.ancestors):
+            return
         attribute, device_type, positional, minimum = entry
         message = f"`torch.cuda.amp.{attribute}` is deprecated: use `torch.amp.{attribute}` with the device type"
         if device_type == '"cpu"':
@@ -515,34 +577,48 @@ _UNGUARDED = {
     "Stream": (None, None),
     "Event": (None, None),
 }
+# Without CUDA these do not raise: the statistics report 0 and `empty_cache` does nothing.
+# Their `torch.accelerator` versions raise without an accelerator, so they are only
+# ever replaced under a guard.
+_QUIET_WITHOUT_CUDA = frozenset({"memory_allocated", "max_memory_allocated", "memory_reserved", "empty_cache"})
 
 
 class UnguardedCudaApi(Rule):
     """
     ## What it does
-    Checks for `torch.cuda` calls that fail or mislead without CUDA
-    (`synchronize`, `current_device`, `get_device_name`, `get_device_properties`,
-    `get_device_capability`, `set_device`, `memory_allocated`, `max_memory_allocated`,
-    `memory_reserved`, `reset_peak_memory_stats`, `empty_cache`, `Stream`, `Event`)
-    outside an availability guard. `is_available`, `device_count` and `manual_seed*`
-    are harmless without CUDA and are not reported.
+    Checks for `torch.cuda` calls that fail or mislead without CUDA, outside an
+    availability guard.
+
+    The calls are `synchronize`, `current_device`, `get_device_name`,
+    `get_device_properties`, `get_device_capability`, `set_device`, `memory_allocated`,
+    `max_memory_allocated`, `memory_reserved`, `reset_peak_memory_stats`, `Stream` and
+    `Event`, and `empty_cache` when `torch-version` has `torch.accelerator.empty_cache`
+    (2.8). `is_available`, `device_count` and `manual_seed*` are harmless without CUDA
+    and are not reported; neither is code in a function or class named for CUDA or GPUs
+    (`benchmark_cuda`, `CUDAPrefetcher`), which is CUDA-only by intent.
 
     ## Why is this bad?
-    Without CUDA these raise, or report numbers about a device that is not there.
+    Without CUDA most of these raise; the memory statistics report 0 and `empty_cache`
+    does nothing, also on Apple, Intel and Ascend accelerators.
 
     ## Example
         torch.cuda.synchronize()
         print(torch.cuda.get_device_name(0))
 
     ## Use instead
-        torch.accelerator.synchronize()
+        if torch.accelerator.is_available():
+            torch.accelerator.synchronize()
         if torch.cuda.is_available():
             print(torch.cuda.get_device_name(0))
 
     ## Fix safety
-    Safe, where `torch.accelerator` has the same function for the configured
+    Safe. A call that is a statement of its own is put under a guard, as
+    `torch.accelerator` where it has the same function for the configured
     `torch-version` (synchronize, current_device_index and set_device_index from 2.6;
-    the memory statistics from 2.8). Otherwise reported without a fix.
+    the memory functions from 2.8), else as `torch.cuda` under
+    `torch.cuda.is_available()`. A call inside an expression becomes its
+    `torch.accelerator` equivalent, except the memory statistics (which would then raise
+    where they now report 0); otherwise it is reported without a fix.
     """
 
     code = "DEV106"
@@ -559,27 +635,67 @@ class UnguardedCudaApi(Rule):
         if function == "set_device" and node.args and int_value(node.args[0].value) is not None:
             return  # DEV103
         replacement, minimum = _UNGUARDED[function]
+        available = replacement is not None and self.ctx.config.torch_version >= minimum
+        if function == "empty_cache" and not available:
+            return  # harmless without CUDA, and nothing better to offer
+        torch, edits = self.binding.torch()
+        call = self.source_of(node)
+        if available:
+            call = self.ctx.module.code_for_node(
+                node.with_changes(func=cst.parse_expression(f"{torch}.accelerator.{replacement}"), lpar=(), rpar=())
+            )
         fix = None
-        if replacement is not None and self.ctx.config.torch_version >= minimum:
-            torch, edits = self.binding.torch()
-            new = node.with_changes(func=cst.parse_expression(f"{torch}.accelerator.{replacement}"), lpar=(), rpar=())
-            fix = FixPlan.safe(Replace(node, self.ctx.module.code_for_node(new)), *edits)
-        message = f"`torch.cuda.{function}()` fails without CUDA: "
-        if replacement is not None:
-            message += f"use `torch.accelerator.{replacement}()`"
-            if fix is None:
-                message += f" (torch >= {_version_text(minimum)})"
+        indent = self._statement_indent(node)
+        if indent is not None:
+            guard = f"{torch}.accelerator.is_available()" if available else f"{torch}.cuda.is_available()"
+            newline = self.ctx.module.default_newline
+            text = f"if {guard}:{newline}{indent}{self.ctx.module.default_indent}{call}"
+            fix = FixPlan.safe(Replace(node, text), *edits)
+        elif available and function not in _QUIET_WITHOUT_CUDA:
+            fix = FixPlan.safe(Replace(node, call), *edits)
+        self.report(node, self._message(function, replacement, minimum, fix is not None), fix)
+
+    @staticmethod
+    def _message(function: str, replacement: str | None, minimum, fixable: bool) -> str:
+        if function == "empty_cache":
+            problem = "does nothing on other accelerators"
+        elif function in _QUIET_WITHOUT_CUDA:
+            problem = "reports 0 without CUDA"
         else:
-            message += "guard it with `torch.cuda.is_available()`"
-        self.report(node, message, fix)
+            problem = "fails without CUDA"
+        message = f"`torch.cuda.{function}()` {problem}: "
+        if replacement is None:
+            return message + "guard it with `torch.cuda.is_available()`"
+        message += f"use `torch.accelerator.{replacement}()`"
+        if function in _QUIET_WITHOUT_CUDA or not fixable:
+            message += " under `torch.accelerator.is_available()`"
+        if not fixable:
+            message += f" (torch >= {_version_text(minimum)})"
+        return message
+
+    def _statement_indent(self, node: cst.Call) -> str | None:
+        """The indentation of the statement that is `node` alone, or None when `node` is
+        part of a larger statement (then no guard can be put around it)."""
+        if node.lpar:
+            return None
+        expr = self.ctx.parent(node)
+        line = self.ctx.parent(expr) if isinstance(expr, cst.Expr) else None
+        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+            return None
+        module = self.ctx.module
+        return "".join(
+            (n.indent if n.indent is not None else module.default_indent)
+            for n in self.ctx.ancestors
+            if isinstance(n, cst.IndentedBlock)
+        )
 
     def _guarded(self) -> bool:
         if self.ctx.in_accelerator_branch():
             return True
-        # code in a function named for CUDA (`benchmark_cuda`, `init_gpu`) is CUDA-only by intent
+        # code in a function or class named for CUDA (`benchmark_cuda`, `CUDAPrefetcher`) is CUDA-only by intent
         return any(
-            isinstance(f, cst.FunctionDef) and any(w in f.name.value.lower() for w in ("cuda", "gpu"))
-            for f in self.ctx.functions()
+            isinstance(n, (cst.FunctionDef, cst.ClassDef)) and any(w in n.name.value.lower() for w in ("cuda", "gpu"))
+            for n in self.ctx.ancestors
         )
 
 
@@ -587,7 +703,8 @@ class DeviceStringComparison(Rule):
     """
     ## What it does
     Checks for `t.device == "cuda"` (and `!=`, `in`) where the left side is a
-    `torch.device`: a `.device` attribute of a tensor, or a name assigned from one.
+    `torch.device`: a `.device` attribute of a tensor, or a name assigned only from
+    `torch.device(...)` or `.device`.
 
     ## Why is this bad?
     A `torch.device` never equals a string in current PyTorch, so the test is always
@@ -610,40 +727,40 @@ class DeviceStringComparison(Rule):
     name = "device-string-comparison"
     fixable = True
 
-    _CONFIG_ROOTS = frozenset({"self", "args", "opt", "opts", "cfg", "config", "options", "hparams", "params", "conf"})
-
     def visit_Comparison(self, node: cst.Comparison) -> None:
         if len(node.comparisons) != 1:
             return
         target = node.comparisons[0]
         if not isinstance(target.operator, (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)):
             return
-        literal = string_value(target.comparator)
-        if literal is None or literal.split(":")[0] not in ("cuda", "cpu", "mps", "xpu", "npu", "hpu", "meta"):
+        literals = _device_strings(target.comparator, allow_many=isinstance(target.operator, (cst.In, cst.NotIn)))
+        if not literals or not self._is_torch_device(node.left):
             return
-        left = node.left
-        if not self._is_torch_device(left):
-            return
-        if literal.split(":")[0] == "cpu" or accelerator_type(literal) is not None:
-            if ":" in literal:
-                fix_code = f"str({self.source_of(left)})"
-            else:
-                fix_code = f"{self.source_of(left)}.type"
-            fix = FixPlan.unsafe(Replace(left, fix_code))
-            self.report(node, f"a torch.device never equals the string {target.comparator.value}: compare `{fix_code}`", fix)
+        left = self.source_of(node.left)
+        fix_code = f"str({left})" if any(":" in v for v in literals) else f"{left}.type"
+        fix = FixPlan.unsafe(Replace(node.left, fix_code))
+        shown = self.source_of(target.comparator)
+        self.report(node, f"a torch.device never equals a string ({shown}): compare `{fix_code}`", fix)
 
     def _is_torch_device(self, node: cst.BaseExpression) -> bool:
-        if not isinstance(node, cst.Attribute) or node.attr.value != "device":
-            return False
-        receiver = node.value
-        root = receiver
-        while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
-            root = root.value if not isinstance(root, cst.Call) else root.func
-        if isinstance(receiver, cst.Name) and receiver.value in self._CONFIG_ROOTS:
-            return False  # `self.device` / `args.device` are often strings
-        if isinstance(receiver, cst.Attribute) and isinstance(root, cst.Name) and root.value in self._CONFIG_ROOTS - {"self"}:
-            return False  # `args.model.device`: a configuration value
-        return True
+        if isinstance(node, cst.Name):
+            return self.binding.holds_device(node.value)
+        return is_device_attribute(node)
+
+
+def _device_strings(node: cst.BaseExpression, *, allow_many: bool) -> list[str]:
+    """`"cuda"` -> ["cuda"]; with `allow_many`, `("cuda", "mps")` -> ["cuda", "mps"]. Empty
+    unless every element is a device string."""
+    if allow_many and isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+        values = [string_value(e.value) if not isinstance(e, cst.StarredElement) else None for e in node.elements]
+    else:
+        values = [string_value(node)]
+    if not values or any(v is None or v.split(":", 1)[0] not in _DEVICE_STRINGS for v in values):
+        return []
+    return values  # type: ignore[return-value]
+
+
+_DEVICE_STRINGS = frozenset({"cuda", "cpu", "mps", "xpu", "npu", "hpu", "meta"})
 
 
 class DeviceDefaultArgument(Rule):
@@ -680,5 +797,5 @@ class DeviceDefaultArgument(Rule):
 
     def _check(self, node: cst.BaseExpression) -> None:
         found = device_literal(self.ctx, node)
-        if found is not None and found.position == "default" and not found.nested:
+        if found is not None and found.position == "default" and not found.nested and not found.has_other_index:
             self.report(node, f"parameter default {found.text} makes callers CUDA-only: default to None and pick at run time")
