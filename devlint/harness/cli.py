@@ -1,0 +1,91 @@
+"""`devlint verify SCRIPT [--fixed FIXED] ...` and `devlint verify --reference`.
+
+The main CLI hands everything after `verify` to `main`. Exit codes: 0 PASS, 1 FAIL,
+2 usage error (or torch missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="devlint verify",
+        description="Run a program and its fixed version, and check that they compute the same numbers.",
+    )
+    parser.add_argument("script", nargs="?", help="the program to verify")
+    parser.add_argument("--reference", action="store_true", help="verify the shipped reference program")
+    parser.add_argument("--fixed", help="the fixed program (default: the original with devlint's safe fixes)")
+    parser.add_argument("--device", choices=("auto", "cuda", "shadow", "cpu"), default="auto")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rtol", type=float, default=1e-5)
+    parser.add_argument("--atol", type=float, default=1e-6)
+    parser.add_argument("--json", metavar="REPORT", help="also write the report as JSON to REPORT")
+    parser.add_argument(
+        "--shadow-devices", type=int, default=1, metavar="N", help="how many GPUs the shadow accelerator simulates"
+    )
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="limit for each run")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:
+        return int(exit_.code or 0) if exit_.code in (0, None) else 2
+    if args.reference == bool(args.script):
+        print("devlint verify: give either SCRIPT or --reference", file=sys.stderr)
+        return 2
+    if args.shadow_devices < 1:
+        print("devlint verify: --shadow-devices must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        import torch  # noqa: F401 -- only to say what is missing
+    except ImportError:
+        print("devlint verify needs torch: pip install 'devlint[harness]'", file=sys.stderr)
+        return 2
+    from devlint.harness.verify import REFERENCE, render, verify
+
+    script = Path(args.script) if args.script else REFERENCE
+    try:
+        original = script.read_text(encoding="utf-8")
+        fixed_text, applied = _fixed(script, original, args.fixed)
+    except (OSError, UnicodeDecodeError) as error:
+        print(f"devlint verify: {error}", file=sys.stderr)
+        return 2
+    report = verify(
+        str(script),
+        original,
+        fixed_text,
+        device=args.device,
+        seed=args.seed,
+        rtol=args.rtol,
+        atol=args.atol,
+        shadow_devices=args.shadow_devices,
+        timeout=args.timeout,
+        fixes_applied=applied,
+    )
+    print(render(report))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
+    return 0 if report.verdict == "PASS" else 1
+
+
+def _fixed(script: Path, original: str, fixed_path: str | None) -> tuple[str, list[str]]:
+    """The fixed program's text, and the findings fixed when devlint made it."""
+    if fixed_path is not None:
+        return Path(fixed_path).read_text(encoding="utf-8"), []
+    from devlint import fix_source
+
+    result = fix_source(original, path=str(script))
+    applied = [f"{d.code} (line {d.line})" for d in result.applied]
+    return result.output, applied
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
