@@ -152,9 +152,19 @@ def _position_of(
         return None, None
     if isinstance(parent, cst.AnnAssign) and child is parent.value and _is_device_target(ctx, parent.target):
         return "assign", parent.target
-    if isinstance(parent, cst.Param) and child is parent.default:
+    if isinstance(parent, cst.Param) and child is parent.default and _is_device_parameter(ctx, parent.name.value):
         return "default", None
     return None, None
+
+
+def _is_device_parameter(ctx: FileContext, name: str) -> bool:
+    """`device`, `map_location`, `output_device`, `device_type`: a parameter that takes a
+    device. `backend="cuda"` may name a kernel library rather than a device."""
+    return (
+        name in ("device", "dev", "map_location", ctx.config.device_name)
+        or name.endswith("_device")
+        or name.startswith("device_")
+    )
 
 
 def _is_cpu(ctx: FileContext, node: cst.BaseExpression) -> bool:

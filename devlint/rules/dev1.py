@@ -85,6 +85,10 @@ class HardcodedDevice(Rule):
         if device is None:
             return None
         code = device.type_code if found.position == "device_type" else device.code
+        if not is_string and device.kind != "device" and found.position != "device_type":
+            # the code used a torch.device (`.type`, `==`): keep one when the name may be a string
+            torch, edits = self.binding.torch()
+            return FixPlan.safe(Replace(found.unit, f"{torch}.device({device.code})"), *edits, *device.edits)
         return FixPlan.safe(Replace(found.unit, code), *device.edits)
 
 
@@ -312,7 +316,10 @@ class LegacyTensorType(Rule):
     Safe. Data (a list, tuple, comprehension or call) becomes `torch.tensor(data,
     dtype=...)`; sizes (two or more arguments, an int, `x.size()`, `x.shape`) become
     `torch.empty(sizes, dtype=...)`; CUDA types add `device=device`. A single bare name
-    could be either, so it is reported without a fix.
+    could be either, so it is reported without a fix. `.type(T)` becomes
+    `.to(device, dtype)` (`"cpu"` for the CPU types). `set_default_tensor_type` with a
+    CPU type becomes `set_default_dtype`; with a CUDA type, which also sets the default
+    device, it is reported without a fix.
     """
 
     code = "DEV104"
@@ -766,8 +773,11 @@ _DEVICE_STRINGS = frozenset({"cuda", "cpu", "mps", "xpu", "npu", "hpu", "meta"})
 class DeviceDefaultArgument(Rule):
     """
     ## What it does
-    Checks for parameters whose default is an accelerator literal:
+    Checks for device parameters whose default is an accelerator literal:
     `def f(x, device="cuda")`.
+
+    A device parameter is one named `device`, `map_location`, `*_device` or
+    `device_*`. A default with an index other than 0 is DEV103's.
 
     ## Why is this bad?
     Every caller that relies on the default gets code that only runs with CUDA, and
