@@ -1,0 +1,302 @@
+"""The language server: the engine's findings and fixes, in an editor.
+
+- diagnostics when a document is opened, changed or saved (cleared when it is closed),
+  with the `[tool.devlint]` settings of the nearest pyproject.toml above the file;
+- code actions: a quick fix per fixable finding (the finding's own edits), "Add
+  `# noqa: CODE`" per finding, and "Fix all safe fixes" as `source.fixAll.devlint`
+  (the engine's `fix_source`, as one edit of the whole document);
+- hover: the rule's documentation over a finding.
+
+The client sends the whole text on each change (full sync): the engine needs all of
+it anyway, and the text stays exactly what the client has.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tokenize
+from dataclasses import dataclass
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from devlint import __version__
+from devlint.config import Config, ConfigError, discover_config
+from devlint.diagnostics import Diagnostic, Edit
+from devlint.engine import _NOQA, fix_source, lint_source
+from devlint.lsp.positions import Document
+from devlint.rules import all_rules
+from devlint.sarif import RULES_URI
+
+FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.devlint"
+_SOURCE = "devlint"
+
+
+@dataclass
+class _Linted:
+    """What the client was last told about a document, to answer its follow-up requests."""
+
+    document: Document
+    path: str
+    config: Config
+    diagnostics: list[Diagnostic]
+
+
+class DevlintServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("devlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        self.linted: dict[str, _Linted] = {}
+        self._rules = {rule.code: rule for rule in all_rules()}
+        self._config_problem: str | None = None
+
+    # -- linting -----------------------------------------------------------------------
+
+    def lint(self, uri: str) -> None:
+        text_document = self.workspace.get_text_document(uri)
+        path = self._path_of(uri)
+        document = Document(text_document.source, self._encoding())
+        config = self._config_for(path)
+        diagnostics: list[Diagnostic] = []
+        if config is not None and not config.is_excluded(path):
+            result = lint_source(document.text, path, config)
+            diagnostics = result.diagnostics
+            for error in result.errors:
+                self.window_log_message(types.LogMessageParams(type=types.MessageType.Error, message=str(error)))
+        self.linted[uri] = _Linted(document, path, config or Config(), diagnostics)
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(
+                uri=uri, version=text_document.version,
+                diagnostics=[self.to_lsp(d, document) for d in diagnostics],
+            )  # fmt: skip
+        )
+
+    def forget(self, uri: str) -> None:
+        self.linted.pop(uri, None)
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    def _encoding(self) -> str:
+        return str(getattr(self.workspace.position_encoding, "value", self.workspace.position_encoding or "utf-16"))
+
+    def _path_of(self, uri: str) -> str:
+        path = to_fs_path(uri) if uri.startswith("file:") else None
+        if path:
+            return path
+        root = self.workspace.root_path or os.getcwd()
+        return os.path.join(root, os.path.basename(uri.split(":", 1)[-1]) or "untitled.py")
+
+    def _config_for(self, path: str) -> Config | None:
+        """The settings for `path`, or None (and a message, once) if they are broken."""
+        try:
+            config = discover_config(os.path.dirname(path))
+        except ConfigError as err:
+            problem = f"devlint: {err}"
+            if problem != self._config_problem:
+                self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=problem))
+            self._config_problem = problem
+            return None
+        self._config_problem = None
+        return config
+
+    def to_lsp(self, diagnostic: Diagnostic, document: Document) -> types.Diagnostic:
+        rule = self._rules.get(diagnostic.code)
+        return types.Diagnostic(
+            range=_range(document, diagnostic.line, diagnostic.col, diagnostic.end_line, diagnostic.end_col),
+            message=diagnostic.message,
+            severity=types.DiagnosticSeverity.Error if diagnostic.code == "DEV000" else types.DiagnosticSeverity.Warning,
+            code=diagnostic.code,
+            code_description=types.CodeDescription(href=RULES_URI),
+            source=_SOURCE,
+            data={"name": rule.name} if rule else None,
+        )
+
+    # -- code actions ------------------------------------------------------------------
+
+    def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
+        linted = self.linted.get(params.text_document.uri)
+        if linted is None:
+            return []
+        uri = params.text_document.uri
+        wanted = params.context.only
+        actions: list[types.CodeAction] = []
+        if _allowed(types.CodeActionKind.QuickFix, wanted):
+            for diagnostic in linted.diagnostics:
+                where = _range(linted.document, diagnostic.line, diagnostic.col, diagnostic.end_line, diagnostic.end_col)
+                if not _overlaps(where, params.range):
+                    continue
+                lsp_diagnostic = self.to_lsp(diagnostic, linted.document)
+                if diagnostic.fix is not None:
+                    actions.append(self._quick_fix(uri, linted, diagnostic, lsp_diagnostic))
+                noqa = _noqa_edit(linted.document, diagnostic)
+                if noqa is not None:
+                    actions.append(
+                        types.CodeAction(
+                            title=f"Add `# noqa: {diagnostic.code}`",
+                            kind=types.CodeActionKind.QuickFix,
+                            diagnostics=[lsp_diagnostic],
+                            edit=_workspace_edit(uri, linted.document, [noqa]),
+                        )
+                    )
+        if _allowed(FIX_ALL, wanted):
+            fix_all = self._fix_all(uri, linted)
+            if fix_all is not None:
+                actions.append(fix_all)
+        return actions
+
+    def _quick_fix(self, uri: str, linted: _Linted, diagnostic: Diagnostic, lsp_diagnostic) -> types.CodeAction:
+        rule = self._rules.get(diagnostic.code)
+        name = f" ({rule.name})" if rule else ""
+        unsafe = "" if diagnostic.fix.is_safe else " — unsafe: behaviour may change"
+        return types.CodeAction(
+            title=f"Fix {diagnostic.code}{name}{unsafe}",
+            kind=types.CodeActionKind.QuickFix,
+            diagnostics=[lsp_diagnostic],
+            is_preferred=diagnostic.fix.is_safe,
+            edit=_workspace_edit(uri, linted.document, list(diagnostic.fix.edits)),
+        )
+
+    def _fix_all(self, uri: str, linted: _Linted) -> types.CodeAction | None:
+        if not any(d.fix is not None and d.fix.is_safe for d in linted.diagnostics):
+            return None
+        result = fix_source(linted.document.text, linted.path, linted.config)
+        if not result.changed:
+            return None
+        end_line, end_character = linted.document.end
+        whole = types.Range(types.Position(0, 0), types.Position(end_line, end_character))
+        return types.CodeAction(
+            title=f"devlint: fix all safe fixes ({len(result.applied)})",
+            kind=FIX_ALL,
+            edit=types.WorkspaceEdit(changes={uri: [types.TextEdit(range=whole, new_text=result.output)]}),
+        )
+
+    # -- hover -------------------------------------------------------------------------
+
+    def hover(self, params: types.HoverParams) -> types.Hover | None:
+        linted = self.linted.get(params.text_document.uri)
+        if linted is None:
+            return None
+        here = types.Range(params.position, params.position)
+        parts, ranges = [], []
+        for diagnostic in linted.diagnostics:
+            where = _range(linted.document, diagnostic.line, diagnostic.col, diagnostic.end_line, diagnostic.end_col)
+            rule = self._rules.get(diagnostic.code)
+            if rule is None or not _overlaps(where, here):
+                continue
+            parts.append(f"**{rule.code}** `{rule.name}`: {diagnostic.message}\n\n{rule.doc()}")
+            ranges.append(where)
+        if not parts:
+            return None
+        return types.Hover(
+            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)),
+            range=ranges[0] if len(ranges) == 1 else None,
+        )
+
+
+def _range(document: Document, line: int, col: int, end_line: int, end_col: int) -> types.Range:
+    if (end_line, end_col) < (line, col):
+        end_line, end_col = line, col
+    return types.Range(
+        types.Position(*document.lsp_position(line, col)), types.Position(*document.lsp_position(end_line, end_col))
+    )
+
+
+def _overlaps(a: types.Range, b: types.Range) -> bool:
+    """Do two ranges share a position? Their ends count: a cursor right after a finding is on it."""
+    return _start(a) <= _end(b) and _start(b) <= _end(a)
+
+
+def _start(where: types.Range) -> tuple[int, int]:
+    return where.start.line, where.start.character
+
+
+def _end(where: types.Range) -> tuple[int, int]:
+    return where.end.line, where.end.character
+
+
+def _allowed(kind: str, only: list[str] | None) -> bool:
+    """Is `kind` among the kinds the client asked for (`source` covers `source.fixAll.devlint`)?"""
+    return not only or any(kind == wanted or kind.startswith(f"{wanted}.") for wanted in only)
+
+
+def _workspace_edit(uri: str, document: Document, edits: list[Edit]) -> types.WorkspaceEdit:
+    return types.WorkspaceEdit(
+        changes={
+            uri: [
+                types.TextEdit(
+                    range=_range(document, e.start_line, e.start_col, e.end_line, e.end_col), new_text=e.content
+                )
+                for e in edits
+            ]
+        }
+    )
+
+
+def _noqa_edit(document: Document, diagnostic: Diagnostic) -> Edit | None:
+    """The edit that suppresses `diagnostic` on its line, or None where a comment cannot go
+    (the line ends inside a string, or continues with a backslash)."""
+    if not 0 < diagnostic.line <= len(document.lines):
+        return None
+    text = document.lines[diagnostic.line - 1]
+    match = _NOQA.search(text)
+    if match is not None and match.group("codes"):
+        edit = Edit(diagnostic.line, match.end(), diagnostic.line, match.end(), f", {diagnostic.code}")
+    elif match is not None:
+        return None  # a bare `# noqa` already suppresses everything
+    else:
+        end = len(text.rstrip())
+        edit = Edit(diagnostic.line, end, diagnostic.line, len(text), f"  # noqa: {diagnostic.code}")
+    lines = list(document.lines)
+    lines[diagnostic.line - 1] = text[: edit.start_col] + edit.content + text[edit.end_col :]
+    return edit if _is_comment_on(lines, diagnostic.line) else None
+
+
+def _is_comment_on(lines: list[str], line: int) -> bool:
+    """Does `line` of `lines` end with a `# noqa` comment, as Python's tokenizer reads it?"""
+    source = "\n".join(lines)
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.COMMENT and token.start[0] == line and "noqa" in token.string:
+                return True
+            if token.start[0] > line:
+                return False
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    return False
+
+
+def build_server() -> DevlintServer:
+    server = DevlintServer()
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: DevlintServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.lint(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: DevlintServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.lint(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: DevlintServer, params: types.DidSaveTextDocumentParams) -> None:
+        ls.lint(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: DevlintServer, params: types.DidCloseTextDocumentParams) -> None:
+        ls.forget(params.text_document.uri)
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL], resolve_provider=False),
+    )
+    def code_action(ls: DevlintServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        return ls.code_actions(params)
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def hover(ls: DevlintServer, params: types.HoverParams) -> types.Hover | None:
+        return ls.hover(params)
+
+    return server
+
+
+def serve() -> None:
+    build_server().start_io()
