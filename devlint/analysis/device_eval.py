@@ -1013,6 +1013,8 @@ class ScopeEvaluator:
             return AbstractValue(Kind.TENSOR, accel('"cuda"'), None, node, Source.FACTORY, f"{short}(...)")
         if qualified in T.CPU_SOURCES:
             return AbstractValue(Kind.TENSOR, CPU, None, node, Source.NUMPY, f"{short}(...)")
+        if qualified == "torch.accelerator.current_accelerator":
+            return AbstractValue(Kind.DEVICE, accel(short + "()"), source=Source.LITERAL)
         if qualified == "torch.device":
             return AbstractValue(Kind.DEVICE, self._device_call(node, state), source=Source.LITERAL)
         if qualified == "torch.nn.Parameter" or qualified == "torch.nn.parameter.Parameter":
@@ -1048,6 +1050,8 @@ class ScopeEvaluator:
         if device_arg is not None:
             device = self.device_at(device_arg.value, state)
             how = f"{short}(device={self.model.ctx.module.code_for_node(device_arg.value)})"
+        elif any(a.star == "**" for a in node.args):
+            device, how = UNKNOWN_DEVICE, ""  # `**factory_kwargs` may carry device=
         elif qualified in T.DATA_FACTORIES and positional:
             data = self.result.values.get(id(positional[0].value), UNKNOWN)
             if data.kind is Kind.TENSOR:
@@ -1121,7 +1125,8 @@ class ScopeEvaluator:
                 operands.append(Operand(inner, value))
         tensors = [o for o in operands if o.value.tensor_like]
         if qualified in T.SAME_DEVICE_FUNCTIONS:
-            self._check_operands(node, tensors)
+            base = qualified.rsplit(".", 1)[-1]
+            self._check_operands(node, tensors, elementwise=base in T.ELEMENTWISE_METHODS or base == "where")
         if not tensors:
             return UNKNOWN
         last = qualified.rsplit(".", 1)[-1]
@@ -1157,8 +1162,9 @@ class ScopeEvaluator:
         if name in T.MOVE_METHODS:
             return self._move(node, name, receiver, receiver_expr, state)
         kind = receiver.kind
-        if kind is Kind.TENSOR:
-            return self._tensor_method(node, name, receiver, receiver_expr, args)
+        if kind is Kind.TENSOR or (kind is Kind.UNKNOWN and receiver.device.known and name in T.TENSOR_METHODS):
+            # a moved value, or a module's output, that is used like a tensor is one
+            return self._tensor_method(node, name, replace(receiver, kind=Kind.TENSOR), receiver_expr, args)
         if kind is Kind.MODULE:
             if name in T.MODULE_SELF_METHODS:
                 return receiver
@@ -1253,7 +1259,7 @@ class ScopeEvaluator:
             if name.endswith("_"):
                 self._check_inplace(node, me, tensors)
                 return replace(receiver, is_parameter=False)
-            self._check_operands(node, [me, *tensors])
+            self._check_operands(node, [me, *tensors], elementwise=name in T.ELEMENTWISE_METHODS)
             zero_dim = receiver.zero_dim if receiver.zero_dim is False else None
             return self._result_on([me, *tensors], zero_dim)
         positional = _positional(node)
@@ -1299,7 +1305,8 @@ class ScopeEvaluator:
             if left.value.kind is Kind.OTHER and right.value.kind is Kind.OTHER:
                 return OTHER
             return UNKNOWN
-        self._check_operands(node, tensors)
+        matmul = isinstance(getattr(node, "operator", None), cst.MatrixMultiply)
+        self._check_operands(node, tensors, elementwise=not matmul)
         zero_dim = None
         if all(o.value.zero_dim is True for o in tensors):
             zero_dim = True
@@ -1309,16 +1316,19 @@ class ScopeEvaluator:
             zero_dim = None
         return self._result_on(tensors, zero_dim)
 
-    def _check_operands(self, node: cst.CSTNode, operands: list[Operand]) -> None:
+    def _check_operands(self, node: cst.CSTNode, operands: list[Operand], *, elementwise: bool = True) -> None:
         """Inputs of one operation: CPU against an accelerator fails, unless the CPU one
-        is a 0-dim tensor (PyTorch lets CPU scalars into accelerator kernels)."""
+        is a 0-dim tensor of an elementwise operation (PyTorch lets CPU scalars into
+        accelerator kernels). A CPU operand of unknown rank is left alone there."""
         accelerated = [o for o in operands if o.value.device.is_accel]
         if not accelerated:
             return
+        named = [o for o in accelerated if dotted_name(o.expr) is not None] or accelerated
         for operand in operands:
             value = operand.value
-            if value.device.is_cpu and value.zero_dim is False:
-                self._conflict(Conflict(node, operand, accelerated[0]))
+            rank_matters = value.zero_dim is not False if elementwise else value.zero_dim is True
+            if value.device.is_cpu and not rank_matters:
+                self._conflict(Conflict(node, operand, named[0]))
                 return
 
     def _check_inplace(self, node: cst.CSTNode, output: Operand, inputs: list[Operand]) -> None:

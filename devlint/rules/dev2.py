@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.analysis import device_tables
-from devlint.analysis.devices import AbstractValue, Conflict, DeviceAnalysis, Kind, Operand, Source
+from devlint.analysis.devices import Conflict, DeviceAnalysis, Kind, Operand, Source
 from devlint.analysis.tree import dotted_name, walk
 from devlint.rules.base import FixPlan, InsertAfter, InsertBefore, Replace, Rule
 
@@ -128,15 +128,19 @@ class MixedDevices(Rule):
             value = names.get(name)
             return value is not None and value.device == target
 
-        if same_device(binding) and names[binding].kind in (Kind.DEVICE, Kind.OTHER):
-            return binding, ()
+        symbol = target.symbol or ""
+        if binding in names:
+            value = names[binding]
+            if value.kind in (Kind.DEVICE, Kind.OTHER) and value.device == target:
+                return binding, ()
+            if symbol == binding and not value.device.known:
+                return binding, ()  # the very name the other operand was moved with
         candidates = []
+        if symbol.endswith(".device"):
+            candidates.append(symbol[: -len(".device")])
         operand = dotted_name(other.expr)
         if operand is not None and other.value.kind is not Kind.MODULE:
             candidates.append(operand)
-        symbol = target.symbol or ""
-        if symbol.endswith(".device"):
-            candidates.append(symbol[: -len(".device")])
         for candidate in candidates:
             head = candidate.split(".", 1)[0]
             if same_device(candidate) and (head == candidate or head in names or head == "self"):
@@ -305,16 +309,15 @@ class UnregisteredModuleTensor(Rule):
         registered = analysis.registered_names(cls)
         if registered is None or attr in registered:
             return
-        others = _other_assignments(cls, target.value.value, attr, node)
-        if any(not _plain_tensor(analysis, m, v) for m, v in others):
-            return
+        if _other_assignments(cls, target.value.value, attr, node):
+            return  # managed by the class itself (a cache rebuilt or moved elsewhere)
         self_name = target.value.value
         message = (
             f"`{self_name}.{attr}` is a tensor the module does not own: `.to(device)` leaves it "
             f"on {value.device}; register it as a buffer"
         )
         fix = None
-        if not others and not _class_level(cls, attr) and isinstance(node, cst.Assign):
+        if not _class_level(cls, attr) and isinstance(node, cst.Assign):
             code = analysis.code(value_node, 10_000)
             text = f'{self_name}.register_buffer("{attr}", {code}, persistent=False)'
             fix = FixPlan.unsafe(Replace(node, text))
@@ -354,8 +357,8 @@ def _runs_at_construction(method: cst.FunctionDef, cls: cst.ClassDef) -> bool:
     return False
 
 
-def _other_assignments(cls: cst.ClassDef, self_name: str, attr: str, node: cst.CSTNode):
-    """(method, value) of every other `self.<attr> = value` in the class."""
+def _other_assignments(cls: cst.ClassDef, self_name: str, attr: str, node: cst.CSTNode) -> list:
+    """(method, value) of every other `self.<attr> = value` in the class's methods."""
     found = []
     for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
         if not isinstance(stmt, cst.FunctionDef):
@@ -372,11 +375,6 @@ def _other_assignments(cls: cst.ClassDef, self_name: str, attr: str, node: cst.C
                 if dotted_name(target) == f"{self_name}.{attr}":
                     found.append((stmt, child.value))
     return found
-
-
-def _plain_tensor(analysis: DeviceAnalysis, method: cst.FunctionDef, value_node: cst.BaseExpression) -> bool:
-    value = analysis.scope(method).values.get(id(value_node))
-    return isinstance(value, AbstractValue) and value.kind is Kind.TENSOR and not value.is_parameter
 
 
 def _class_level(cls: cst.ClassDef, attr: str) -> bool:
