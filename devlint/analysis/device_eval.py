@@ -940,7 +940,7 @@ class ScopeEvaluator:
             key = _key(func)
             if key is not None and key in state.env:
                 callee = state.env[key]
-            elif receiver.kind is Kind.MODULE and func.value is not None and self._is_self(func.value):
+            elif self._is_self(func.value):
                 callee = self.fallback(f"{self.self_name}.{func.attr.value}")
             else:
                 callee = None
