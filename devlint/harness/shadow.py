@@ -593,6 +593,46 @@ def _synchronize(device=None) -> None:
     _state.counts.syncs += 1
 
 
+class _Stream:
+    """A CUDA stream or event under the shadow: work is already done when it is queued."""
+
+    def __init__(self, *args, **kwargs):
+        self.device = _devices[_state.current]
+
+    def is_capturing(self) -> bool:
+        return False
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        _synchronize()
+
+    def wait_stream(self, stream) -> None:
+        return None
+
+    def wait_event(self, event) -> None:
+        return None
+
+    def wait(self, stream=None) -> None:
+        return None
+
+    def record(self, stream=None) -> None:
+        return None
+
+    def record_event(self, event=None):
+        return event or _Stream()
+
+    def elapsed_time(self, end_event) -> float:
+        return 0.0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        return False
+
+
 def _answer(function):
     """A function object of its own for each patched name (torch._dynamo's rule map
     refuses one object registered under two names)."""
@@ -615,6 +655,10 @@ def _queries() -> dict:
         "get_device_capability": lambda device=None: (9, 0),
         "get_device_properties": _device_properties,
         "is_bf16_supported": lambda including_emulation=True: True,
+        "current_stream": lambda device=None: _Stream(),
+        "default_stream": lambda device=None: _Stream(),
+        "stream": lambda stream=None: _Stream(),
+        "is_current_stream_capturing": lambda: False,
     }
     for name in ("memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved"):
         cuda[name] = lambda device=None: 0
@@ -629,12 +673,14 @@ def _queries() -> dict:
         "set_device_index": _set_device,
         "set_device_idx": _set_device,
         "synchronize": _synchronize,
+        "current_stream": lambda device=None: _Stream(),
     }
     patches = {
         torch.cuda: {name: _answer(function) for name, function in cuda.items()},
         torch.accelerator: {name: _answer(function) for name, function in accelerator.items()},
     }
     patches[torch.cuda]["device"] = _DeviceContext
+    patches[torch.cuda]["Stream"] = patches[torch.cuda]["Event"] = _Stream
     for dtype, name in _LEGACY_NAMES.items():
         patches[torch.cuda][name] = _legacy_cuda_type(name, dtype)
     return patches
