@@ -45,7 +45,7 @@ def to_sarif(diagnostics: list[Diagnostic], root: str | None = None) -> dict:
         lines = sources.lines(diagnostic.path)
         result = {
             "ruleId": diagnostic.code,
-            "level": _level(diagnostic.code),
+            "level": level(diagnostic.code),
             "message": {"text": diagnostic.message},
             "locations": [{"physicalLocation": {
                 "artifactLocation": sources.location(diagnostic.path),
@@ -79,7 +79,8 @@ def to_sarif(diagnostics: list[Diagnostic], root: str | None = None) -> dict:
     }  # fmt: skip
 
 
-def _level(code: str) -> str:
+def level(code: str) -> str:
+    """How severe a finding of `code` is: "error" where the file could not be checked."""
     return "error" if code in _ERROR_CODES else "warning"
 
 
@@ -94,7 +95,7 @@ def _rule(rule) -> dict:
         "fullDescription": {"text": full},
         "help": {"text": doc, "markdown": doc},
         "helpUri": RULES_URI,
-        "defaultConfiguration": {"level": _level(rule.code), "enabled": rule.default},
+        "defaultConfiguration": {"level": level(rule.code), "enabled": rule.default},
         "properties": {"tags": ["portability", "pytorch"], "fixable": rule.fixable},
     }
 

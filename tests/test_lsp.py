@@ -172,7 +172,7 @@ def apply_edit(text: str, edit: dict, uri: str) -> str:
         return sum(len(x) for x in lines[: position["line"]]) + len(encoded.decode("utf-16-le"))
 
     edits = edit["changes"][uri]
-    for text_edit in sorted(edits, key=lambda e: (e["range"]["start"]["line"], e["range"]["start"]["character"]), reverse=True):
+    for text_edit in sorted(edits, key=lambda e: (e["range"]["start"]["line"], e["range"]["start"]["character"]))[::-1]:
         start, end = offset(text_edit["range"]["start"]), offset(text_edit["range"]["end"])
         text = text[:start] + text_edit["newText"] + text[end:]
     return text
@@ -284,9 +284,8 @@ def test_hover_shows_the_rule_documentation(client, workspace):
     path = workspace / "train.py"
     diagnostics = open_document(client, path, SAMPLE)
     start = diagnostics[0]["range"]["start"]
-    hover = client.request("textDocument/hover", {
-        "textDocument": {"uri": path.as_uri()}, "position": {"line": start["line"], "character": start["character"] + 3},
-    })  # fmt: skip
+    inside = {"line": start["line"], "character": start["character"] + 3}
+    hover = client.request("textDocument/hover", {"textDocument": {"uri": path.as_uri()}, "position": inside})
     assert hover["contents"]["kind"] == "markdown"
     assert "DEV102" in hover["contents"]["value"] and "## Why is this bad?" in hover["contents"]["value"]
     assert hover["range"] == diagnostics[0]["range"]

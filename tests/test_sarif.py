@@ -182,7 +182,8 @@ def test_unreadable_sources_and_paths_outside_the_root(tmp_path):
     validate(log)
     results = {r["ruleId"]: r for r in results_of(log)}
     assert "partialFingerprints" not in results["DEV102"]
-    assert results["DEV101"]["locations"][0]["physicalLocation"]["artifactLocation"] == {"uri": "file:///elsewhere/x.py"}
+    outside_location = results["DEV101"]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert outside_location == {"uri": "file:///elsewhere/x.py"}
     assert "ruleIndex" not in results["DEV999"]
     region = results["DEV999"]["locations"][0]["physicalLocation"]["region"]
     assert (region["endLine"], region["endColumn"]) == (1, 1)

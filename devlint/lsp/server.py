@@ -28,10 +28,11 @@ from devlint.diagnostics import Diagnostic, Edit
 from devlint.engine import _NOQA, fix_source, lint_source
 from devlint.lsp.positions import Document
 from devlint.rules import all_rules
-from devlint.sarif import RULES_URI
+from devlint.sarif import RULES_URI, level
 
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.devlint"
 _SOURCE = "devlint"
+_SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning}
 
 
 @dataclass
@@ -102,9 +103,9 @@ class DevlintServer(LanguageServer):
     def to_lsp(self, diagnostic: Diagnostic, document: Document) -> types.Diagnostic:
         rule = self._rules.get(diagnostic.code)
         return types.Diagnostic(
-            range=_range(document, diagnostic.line, diagnostic.col, diagnostic.end_line, diagnostic.end_col),
+            range=_range_of(document, diagnostic),
             message=diagnostic.message,
-            severity=types.DiagnosticSeverity.Error if diagnostic.code == "DEV000" else types.DiagnosticSeverity.Warning,
+            severity=_SEVERITY[level(diagnostic.code)],
             code=diagnostic.code,
             code_description=types.CodeDescription(href=RULES_URI),
             source=_SOURCE,
@@ -122,7 +123,7 @@ class DevlintServer(LanguageServer):
         actions: list[types.CodeAction] = []
         if _allowed(types.CodeActionKind.QuickFix, wanted):
             for diagnostic in linted.diagnostics:
-                where = _range(linted.document, diagnostic.line, diagnostic.col, diagnostic.end_line, diagnostic.end_col)
+                where = _range_of(linted.document, diagnostic)
                 if not _overlaps(where, params.range):
                     continue
                 lsp_diagnostic = self.to_lsp(diagnostic, linted.document)
@@ -179,7 +180,7 @@ class DevlintServer(LanguageServer):
         here = types.Range(params.position, params.position)
         parts, ranges = [], []
         for diagnostic in linted.diagnostics:
-            where = _range(linted.document, diagnostic.line, diagnostic.col, diagnostic.end_line, diagnostic.end_col)
+            where = _range_of(linted.document, diagnostic)
             rule = self._rules.get(diagnostic.code)
             if rule is None or not _overlaps(where, here):
                 continue
@@ -191,6 +192,10 @@ class DevlintServer(LanguageServer):
             contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)),
             range=ranges[0] if len(ranges) == 1 else None,
         )
+
+
+def _range_of(document: Document, diagnostic: Diagnostic) -> types.Range:
+    return _range(document, diagnostic.line, diagnostic.col, diagnostic.end_line, diagnostic.end_col)
 
 
 def _range(document: Document, line: int, col: int, end_line: int, end_col: int) -> types.Range:
@@ -247,7 +252,7 @@ def _noqa_edit(document: Document, diagnostic: Diagnostic) -> Edit | None:
         end = len(text.rstrip())
         edit = Edit(diagnostic.line, end, diagnostic.line, len(text), f"  # noqa: {diagnostic.code}")
     lines = list(document.lines)
-    lines[diagnostic.line - 1] = text[: edit.start_col] + edit.content + text[edit.end_col :]
+    lines[diagnostic.line - 1] = text[:edit.start_col] + edit.content + text[edit.end_col:]
     return edit if _is_comment_on(lines, diagnostic.line) else None
 
 
@@ -268,17 +273,11 @@ def _is_comment_on(lines: list[str], line: int) -> bool:
 def build_server() -> DevlintServer:
     server = DevlintServer()
 
-    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    def did_open(ls: DevlintServer, params: types.DidOpenTextDocumentParams) -> None:
+    def relint(ls: DevlintServer, params) -> None:
         ls.lint(params.text_document.uri)
 
-    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    def did_change(ls: DevlintServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.lint(params.text_document.uri)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-    def did_save(ls: DevlintServer, params: types.DidSaveTextDocumentParams) -> None:
-        ls.lint(params.text_document.uri)
+    for event in (types.TEXT_DOCUMENT_DID_OPEN, types.TEXT_DOCUMENT_DID_CHANGE, types.TEXT_DOCUMENT_DID_SAVE):
+        server.feature(event)(relint)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: DevlintServer, params: types.DidCloseTextDocumentParams) -> None:
