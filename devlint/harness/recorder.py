@@ -102,15 +102,21 @@ class _Recorder(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        counts = self.counts
         devices = set()
         _collect_devices(args, devices)
-        _collect_devices(kwargs.values(), devices)
+        if kwargs:
+            _collect_devices(kwargs.values(), devices)
         target = kwargs.get("device")
+        if not devices and target is None:
+            return func(*args, **kwargs)
+        counts = self.counts
         if func in _HOST_DATA_FACTORIES and is_accelerator(target):
             counts.host_to_device += 1
         result = func(*args, **kwargs)
-        if isinstance(result, torch.Tensor) and devices and result.device not in devices:
+        if not devices:
+            counts.ops[str(torch.device(target))] += 1
+            return result
+        if type(result) is torch.Tensor and result.device not in devices:
             _count_copy(counts, next(iter(devices)), result.device)
         elif func is torch.Tensor.copy_:
             _count_copy(counts, args[1].device, args[0].device)
@@ -118,22 +124,20 @@ class _Recorder(TorchFunctionMode):
             _count_copy(counts, args[0].device, "cpu")
         elif len(devices) > 1:
             counts.mixed += 1
-        if devices:
-            device = max(devices, key=is_accelerator)
-            counts.ops[str(device)] += 1
-            if is_accelerator(device) and call_syncs(func, args):
-                counts.syncs += 1
-        elif target is not None:
-            counts.ops[str(torch.device(target))] += 1
+        device = next(iter(devices)) if len(devices) == 1 else max(devices, key=is_accelerator)
+        counts.ops[str(device)] += 1
+        if device.type != "cpu" and call_syncs(func, args):
+            counts.syncs += 1
         return result
 
 
 def _collect_devices(values, devices: set) -> None:
     for value in values:
-        if isinstance(value, torch.Tensor):
-            devices.add(value.device)
-        elif isinstance(value, (list, tuple)):
+        kind = type(value)
+        if kind is list or kind is tuple:
             _collect_devices(value, devices)
+        elif isinstance(value, torch.Tensor):
+            devices.add(value.device)
 
 
 def _count_copy(counts: DeviceCounts, source, target) -> None:
