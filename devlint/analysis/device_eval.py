@@ -124,15 +124,27 @@ class FileModel:
         self._index()
 
     def _index(self) -> None:
-        for node in walk(self.ctx.module):
-            if isinstance(node, cst.ClassDef):
-                self.classes.setdefault(node.name.value, node)
-                for method in self._methods(node):
-                    self.class_of[id(method)] = node
-            elif isinstance(node, cst.Attribute) and node.attr.value in (
-                "set_default_device", "set_default_tensor_type",
-            ):  # fmt: skip
-                self.sets_default_device = True
+        """Classes, methods, and whether the default device is ever changed: statements
+        only, not expressions, since that is where they stand."""
+        stack: list[cst.CSTNode] = list(self.ctx.module.body)
+        while stack:
+            stmt = stack.pop()
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                        name = dotted_name(small.value.func) or ""
+                        if name.endswith(("set_default_device", "set_default_tensor_type")):
+                            self.sets_default_device = True
+                continue
+            if isinstance(stmt, cst.ClassDef):
+                self.classes.setdefault(stmt.name.value, stmt)
+                for method in self._methods(stmt):
+                    self.class_of[id(method)] = stmt
+            for suite in _suites(stmt):
+                if isinstance(suite, cst.IndentedBlock):
+                    stack.extend(suite.body)
+                elif isinstance(suite, cst.SimpleStatementSuite):
+                    stack.append(cst.SimpleStatementLine(body=suite.body))
 
     @staticmethod
     def _methods(node: cst.ClassDef) -> list[cst.FunctionDef]:
@@ -1356,6 +1368,24 @@ class ScopeEvaluator:
 
 _DISPATCH: dict[type, object] = {}
 _MISSING = object()
+
+
+def _suites(stmt: cst.CSTNode) -> list[cst.BaseSuite]:
+    """The blocks of a compound statement (bodies, else, handlers, finally, cases)."""
+    suites = []
+    for name in ("body", "orelse", "finalbody"):
+        part = getattr(stmt, name, None)
+        if isinstance(part, cst.BaseSuite):
+            suites.append(part)
+        elif isinstance(part, (cst.Else, cst.Finally)):
+            suites.append(part.body)
+        elif isinstance(part, cst.If):
+            suites.extend(_suites(part))
+    for handler in getattr(stmt, "handlers", ()):
+        suites.append(handler.body)
+    for case in getattr(stmt, "cases", ()):
+        suites.append(case.body)
+    return suites
 
 
 def _is_int_expr(expr: cst.BaseExpression) -> bool:
