@@ -12,8 +12,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("pygls", reason="the language server needs pygls (pip install 'devlint[lsp]')")
-
 TIMEOUT = 30  # seconds for any one answer; a hung server fails the test, never hangs the suite
 
 SAMPLE = """import torch
@@ -112,6 +110,7 @@ def workspace(tmp_path):
 
 
 def start(workspace: Path, encodings: list[str]) -> Client:
+    pytest.importorskip("pygls", reason="the language server needs pygls (pip install 'devlint[lsp]')")
     client = Client(workspace)
     result = client.request("initialize", {
         "processId": None, "rootUri": workspace.as_uri(),
@@ -327,3 +326,13 @@ def test_shutdown_and_exit(client):
 def test_the_cli_does_not_import_pygls():
     code = "import sys, devlint.cli, devlint.sarif; sys.exit('pygls' in sys.modules or 'lsprotocol' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], timeout=TIMEOUT).returncode == 0
+
+
+def test_without_pygls_the_server_says_what_to_install():
+    code = (
+        "import sys; sys.modules['pygls'] = sys.modules['lsprotocol'] = None\n"
+        "from devlint.cli import main; sys.exit(main(['lsp']))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT)
+    assert result.returncode == 2 and result.stdout == ""
+    assert "pip install 'devlint[lsp]'" in result.stderr
