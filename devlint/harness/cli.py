@@ -7,6 +7,7 @@ The main CLI hands everything after `verify` to `main`. Exit codes: 0 PASS, 1 FA
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -44,9 +45,7 @@ def main(argv: list[str]) -> int:
     if args.shadow_devices < 1:
         print("devlint verify: --shadow-devices must be at least 1", file=sys.stderr)
         return 2
-    try:
-        import torch  # noqa: F401 -- only to say what is missing
-    except ImportError:
+    if importlib.util.find_spec("torch") is None:
         print("devlint verify needs torch: pip install 'devlint[harness]'", file=sys.stderr)
         return 2
     from devlint.harness.verify import REFERENCE, render, verify

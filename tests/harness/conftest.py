@@ -1,3 +1,5 @@
-"""The plugin's marker, for runs where devlint is not installed (no pytest11 entry point)."""
+"""The plugin's fixture and marker, for runs where devlint is not installed (no pytest11 entry point)."""
 
-from devlint.harness.pytest_plugin import pytest_configure  # noqa: F401 -- registers the marker
+from devlint.harness.pytest_plugin import pytest_configure, shadow_cuda
+
+__all__ = ["pytest_configure", "shadow_cuda"]

@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from devlint.harness import shadow_accelerator
-from devlint.harness.pytest_plugin import shadow_cuda  # noqa: F401 -- the fixture under test
 from devlint.harness.randomness import cpu_randomness
 
 SAME_DEVICE = "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
