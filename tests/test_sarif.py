@@ -13,8 +13,6 @@ from devlint.diagnostics import Diagnostic
 from devlint.rules import all_rules
 from devlint.sarif import to_sarif
 
-jsonschema = pytest.importorskip("jsonschema")
-
 SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
 
 TRAIN = """import torch
@@ -28,6 +26,7 @@ EMOJI = 'import torch\ns = "😀"; x = torch.zeros(3).cuda()\n'
 
 
 def validate(log: dict) -> None:
+    jsonschema = pytest.importorskip("jsonschema", reason="schema validation needs jsonschema (the test extra)")
     validator = jsonschema.Draft4Validator(SCHEMA, format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER)
     errors = sorted(validator.iter_errors(log), key=lambda e: list(e.path))
     assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:10])
