@@ -9,6 +9,7 @@ something that is not a device, a free name is chosen.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -52,6 +53,8 @@ class BindingService:
         self._module_name: str | None = None
         self._module_state: str | None = None  # "exists" | "create" | None (not computed)
         self._module_kind = "device"
+        self._layout: tuple[dict[int, int], list[int]] | None = None
+        self._first_definition: dict[str, int] = {}
 
     # -- torch -----------------------------------------------------------------------
 
@@ -217,15 +220,18 @@ class BindingService:
         raise RuntimeError("no free name for the device binding")
 
     def _defined_before_current(self, name: str) -> bool:
-        top = self.ctx.top_level_statement()
-        for stmt in self.ctx.module.body:
-            if stmt is top:
-                return False
-            for node in walk_scope(stmt):
-                if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name):
-                    if node.target.value == name:
-                        return True
-        return False
+        first = self._first_definition.get(name)
+        if first is None:
+            first = len(self.ctx.module.body)
+            for index, stmt in enumerate(self.ctx.module.body):
+                if any(
+                    isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name) and node.target.value == name
+                    for node in walk_scope(stmt)
+                ):
+                    first = index
+                    break
+            self._first_definition[name] = first
+        return first < self._current_index()
 
     def _module_names(self) -> dict[str, str]:
         """Module-level names and what each holds: "device", "type", "any" or "other"."""
@@ -246,25 +252,32 @@ class BindingService:
 
     # -- where module-level lines go -------------------------------------------------
 
+    def _statement_index(self) -> tuple[dict[int, int], list[int]]:
+        """(position of each top-level statement, positions of imports and the docstring),
+        computed once: a file can have tens of thousands of top-level statements."""
+        if self._layout is None:
+            body = self.ctx.module.body
+            positions = {id(stmt): i for i, stmt in enumerate(body)}
+            anchors = [i for i, stmt in enumerate(body) if _is_import_statement(stmt) or _is_docstring(stmt, body)]
+            self._layout = (positions, anchors)
+        return self._layout
+
+    def _current_index(self) -> int:
+        positions, _ = self._statement_index()
+        top = self.ctx.top_level_statement()
+        return positions.get(id(top), len(self.ctx.module.body)) if top is not None else len(self.ctx.module.body)
+
     def _prelude_anchor(self) -> cst.CSTNode | None:
         """The last top-level import before the statement being fixed (None: file top)."""
-        top = self.ctx.top_level_statement()
-        body = self.ctx.module.body
-        limit = len(body)
-        for index, stmt in enumerate(body):
-            if stmt is top:
-                limit = index
-                break
-        anchor = None
-        for stmt in body[:limit]:
-            if _is_import_statement(stmt) or _is_docstring(stmt, body):
-                anchor = stmt
-        return anchor
+        _, anchors = self._statement_index()
+        before = bisect.bisect_left(anchors, self._current_index())
+        return self.ctx.module.body[anchors[before - 1]] if before else None
 
     def _next_is_close(self, anchor: cst.CSTNode | None) -> bool:
         """Does code follow `anchor` (None: the file's top) without a blank line between?"""
         body = self.ctx.module.body
-        index = next((i + 1 for i, stmt in enumerate(body) if stmt is anchor), 0)
+        positions, _ = self._statement_index()
+        index = positions[id(anchor)] + 1 if anchor is not None else 0
         if index >= len(body):
             return False
         following = body[index]
