@@ -286,20 +286,31 @@ def _unique(errors: list) -> list:
 def _report(args: argparse.Namespace, mode: str, outcomes: list[FileOutcome], problems: list[str]) -> int:
     diagnostics = sorted(d for o in outcomes for d in o.diagnostics)
     fixed = sum(o.fixed for o in outcomes)
-    out = open(args.output_file, "w", encoding="utf-8") if args.output_file else sys.stdout
+    machine = args.output_format != "text"
+    try:
+        out = open(args.output_file, "w", encoding="utf-8") if args.output_file else sys.stdout
+    except OSError as err:
+        print(f"devlint: error: cannot write {args.output_file}: {err.strerror}", file=sys.stderr)
+        return 2
     try:
         stdin_fix = args.paths == ["-"] and mode == "fix"
         if stdin_fix:
             out.write(outcomes[0].diff or "")
-        elif mode == "diff":
+        elif mode == "diff" and not machine:
             for outcome in outcomes:
                 out.write(outcome.diff)
         if not stdin_fix:
             _print_findings(out, args, diagnostics)
         if args.statistics:
-            _print_statistics(sys.stderr if stdin_fix else out, diagnostics)
-        if not args.quiet and args.output_format == "text" and not stdin_fix:
+            # in machine formats stdout carries the format alone
+            _print_statistics(sys.stderr if stdin_fix or machine else out, diagnostics)
+        if not args.quiet and not machine and not stdin_fix:
             _print_summary(out, mode, diagnostics, fixed, outcomes)
+        out.flush()
+    except BrokenPipeError:
+        # `devlint ... | head`: the reader left; that is not an error of ours
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
     finally:
         if out is not sys.stdout:
             out.close()
@@ -314,6 +325,10 @@ def _report(args: argparse.Namespace, mode: str, outcomes: list[FileOutcome], pr
     return 1 if diagnostics else 0
 
 
+def _github_property(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A").replace(":", "%3A").replace(",", "%2C")
+
+
 def _print_findings(out, args: argparse.Namespace, diagnostics: list[Diagnostic]) -> None:
     fmt = args.output_format
     if fmt == "json":
@@ -322,8 +337,9 @@ def _print_findings(out, args: argparse.Namespace, diagnostics: list[Diagnostic]
     elif fmt == "github":
         for d in diagnostics:
             message = f"{d.code} {d.message}".replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-            out.write(f"::warning title=devlint ({d.code}),file={d.path},line={d.line},col={d.col + 1},"
-                      f"endLine={d.end_line},endColumn={d.end_col + 1}::{message}\n")  # fmt: skip
+            command = "error" if d.code == "DEV000" else "warning"
+            out.write(f"::{command} title={_github_property(f'devlint ({d.code})')},file={_github_property(d.path)},"
+                      f"line={d.line},col={d.col + 1},endLine={d.end_line},endColumn={d.end_col + 1}::{message}\n")  # fmt: skip
     elif fmt == "sarif":
         from devlint.sarif import to_sarif
 

@@ -7,24 +7,26 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 from devlint.analysis.context import FileContext
 from devlint.analysis.tree import children
 from devlint.binding import BindingService
 from devlint.config import Config
-from devlint.diagnostics import Diagnostic, Safety
+from devlint.diagnostics import Diagnostic, Fix, Safety
 from devlint.fixes import apply_edits, plan_to_edits, select_compatible
 from devlint.rules import all_rules
 from devlint.rules.base import Report, Rule, visitors
 from devlint.source import LineIndex
 
 _SKIP_FILE = re.compile(r"#\s*devlint:\s*skip-file\b")
-_NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _MAX_FIX_ROUNDS = 10
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # libcst's line breaks; not str.splitlines' form feeds
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,7 @@ def _rule_of(report: Report, broken: set[Rule]) -> bool:
 
 
 def _to_diagnostics(reports: list[Report], module: cst.Module, text: str, path: str) -> list[Diagnostic]:
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    positions = _positions(module, text, reports)
     index = LineIndex(text)
     seen: set[tuple] = set()
     diagnostics = []
@@ -139,8 +141,6 @@ def _to_diagnostics(reports: list[Report], module: cst.Module, text: str, path: 
         where = positions[report.node]
         fix = None
         if report.fix is not None:
-            from devlint.diagnostics import Fix
-
             fix = Fix(report.fix.safety, plan_to_edits(report.fix, positions, module, index))
         key = (where.start.line, where.start.column, report.code)
         if key in seen:
@@ -156,12 +156,74 @@ def _to_diagnostics(reports: list[Report], module: cst.Module, text: str, path: 
     return diagnostics
 
 
+def _positions(module: cst.Module, text: str, reports: list[Report]) -> Mapping[cst.CSTNode, CodeRange]:
+    """Positions of the nodes the reports name.
+
+    libcst computes positions by generating the code of the whole module, which costs
+    twice the parse. Instead, generate only the top-level statements that hold findings,
+    each alone, and shift their lines to where Python's own (C) parser says the statement
+    starts. Anything unusual falls back to libcst's full computation.
+    """
+    wanted = _needed_nodes(reports)
+    tops = list(dict.fromkeys(r.top for r in reports if r.top is not None))
+    starts = _statement_lines(module, text) if tops and "\r" not in text.replace("\r\n", "") else None
+    if starts is not None:
+        offsets = {id(stmt): i for i, stmt in enumerate(module.body)}
+        for node in wanted:
+            if id(node) in offsets and node not in tops:
+                tops.append(node)
+        positions: dict[cst.CSTNode, CodeRange] = {}
+        for top in tops:
+            alone = module.with_changes(body=(top,), header=(), footer=())
+            local = MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider)
+            shift = starts[offsets[id(top)]] - local[top].start.line
+            for node, where in local.items():
+                positions[node] = CodeRange(
+                    CodePosition(where.start.line + shift, where.start.column),
+                    CodePosition(where.end.line + shift, where.end.column),
+                )
+        if all(node in positions for node in wanted):
+            return positions
+    return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+
+def _needed_nodes(reports: list[Report]) -> list[cst.CSTNode]:
+    nodes = []
+    for report in reports:
+        nodes.append(report.node)
+        if report.fix is not None:
+            for step in report.fix.edits:
+                node = getattr(step, "node", None) or getattr(step, "after", None)
+                if node is not None:
+                    nodes.append(node)
+    return nodes
+
+
+def _statement_lines(module: cst.Module, text: str) -> list[int] | None:
+    """The line where each top-level statement's code starts, from `ast`; None if the two
+    parsers disagree about the statements."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    statements = tree.body
+    lines = []
+    position = 0
+    for stmt in module.body:
+        count = len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
+        if position + count > len(statements):
+            return None
+        lines.append(statements[position].lineno)
+        position += count
+    return lines if position == len(statements) else None
+
+
 def _without_noqa(diagnostics: list[Diagnostic], text: str) -> list[Diagnostic]:
-    lines = text.splitlines()
+    lines = _LINE_BREAK.split(text)
     kept = []
     for diagnostic in diagnostics:
         line = lines[diagnostic.line - 1] if 0 < diagnostic.line <= len(lines) else ""
-        match = _NOQA.search(line) if "noqa" in line.lower() else None
+        match = NOQA.search(line) if "noqa" in line.lower() else None
         if match is None:
             kept.append(diagnostic)
             continue

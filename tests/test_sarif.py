@@ -215,8 +215,19 @@ def test_output_file_gets_the_log_and_stdout_stays_empty(run, project):
     validate(json.loads((project / "devlint.sarif").read_text(encoding="utf-8")))
 
 
-@pytest.mark.xfail(reason="cli.py writes --statistics into the machine-format stream (reported to the CLI owner)")
 @pytest.mark.parametrize("fmt", ["sarif", "json"])
 def test_statistics_do_not_break_machine_formats(run, project, fmt):
     result = run("devlint", "--output-format", fmt, "--statistics", "src", cwd=project)
     json.loads(result.stdout)
+    assert "DEV" in result.stderr  # the statistics went to stderr
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "json"])
+def test_diff_does_not_break_machine_formats(run, project, fmt):
+    result = run("devlint", "--output-format", fmt, "--diff", "src", cwd=project)
+    json.loads(result.stdout)
+
+
+def test_output_file_in_a_missing_folder_is_an_error(run, project):
+    result = run("devlint", "--output-format", "sarif", "--output-file", "no/such/dir/x.sarif", "src", cwd=project)
+    assert result.returncode == 2 and "cannot write" in result.stderr and "Traceback" not in result.stderr

@@ -25,7 +25,7 @@ from pygls.uris import to_fs_path
 from devlint import __version__
 from devlint.config import Config, ConfigError, discover_config
 from devlint.diagnostics import Diagnostic, Edit
-from devlint.engine import _NOQA, fix_source, lint_source
+from devlint.engine import NOQA, fix_source, lint_source
 from devlint.lsp.positions import Document
 from devlint.rules import all_rules
 from devlint.sarif import RULES_URI, level
@@ -243,7 +243,7 @@ def _noqa_edit(document: Document, diagnostic: Diagnostic) -> Edit | None:
     if not 0 < diagnostic.line <= len(document.lines):
         return None
     text = document.lines[diagnostic.line - 1]
-    match = _NOQA.search(text)
+    match = NOQA.search(text)
     if match is not None and match.group("codes"):
         edit = Edit(diagnostic.line, match.end(), diagnostic.line, match.end(), f", {diagnostic.code}")
     elif match is not None:

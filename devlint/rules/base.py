@@ -81,6 +81,7 @@ class Report:
     node: cst.CSTNode
     message: str
     fix: FixPlan | None
+    top: cst.CSTNode | None = None  # the top-level statement holding `node`
 
 
 _HEADING = re.compile(r"^## (.+)$", re.MULTILINE)
@@ -110,7 +111,7 @@ class Rule:
             REGISTRY[cls.code] = cls
 
     def report(self, node: cst.CSTNode, message: str, fix: FixPlan | None = None) -> None:
-        self._reports.append(Report(self.code, node, message, fix))
+        self._reports.append(Report(self.code, node, message, fix, self.ctx.top_level_statement()))
 
     def source_of(self, node: cst.CSTNode) -> str:
         """The code of `node` as written, without the parentheses around it."""
