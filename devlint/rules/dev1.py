@@ -25,10 +25,12 @@ def _version_text(version: tuple[int, int]) -> str:
 class HardcodedDevice(Rule):
     """
     ## What it does
-    Checks for accelerator literals (`"cuda"`, `"cuda:0"`, `"mps"`, `torch.device("cuda")`)
-    where a device is chosen: `device=` and `map_location=` arguments, `.to(...)`,
-    `torch.device(...)`, `torch.Generator(...)`, `device_type=`, and assignments to
-    `device` or `*_device`.
+    Checks for hardcoded accelerator devices such as `"cuda"` or `torch.device("mps")`.
+
+    The literal is reported where a device is chosen: `device=`, `map_location=` and
+    `device_type=` arguments, `.to(...)`, `torch.device(...)`, `torch.Generator(...)`,
+    and assignments to `device` or `*_device`. One branch of a run-time choice
+    (`"cuda" if args.cuda else "cpu"`) is not hardcoded and is not reported.
 
     ## Why is this bad?
     The program then runs only where that accelerator exists: not on a laptop, not in
@@ -47,8 +49,12 @@ class HardcodedDevice(Rule):
     ## Fix safety
     Safe: where the accelerator exists, the binding names the same device. The literal
     is replaced by the device binding (a `device` parameter or local, else a
-    module-level binding created after the imports); `device_type="cuda"` becomes
-    `device.type`; an assignment to `device` itself becomes the portable expression.
+    module-level binding created after the imports; a `device=None` parameter is not
+    used, since `.to(None)` moves nothing); `device_type="cuda"` becomes `device.type`;
+    an assignment to `device` itself becomes the portable expression. A string stays a
+    string (`device = "cuda"` becomes a device-type string chosen at run time), since
+    the code may compare it with `"cuda"`. A literal inside a run-time choice or with a
+    variable index is reported without a fix.
     """
 
     code = "DEV101"
@@ -198,8 +204,9 @@ class CudaMethod(Rule):
 class HardcodedDeviceIndex(Rule):
     """
     ## What it does
-    Checks for accelerator literals with an index other than 0 (`"cuda:4"`,
-    `torch.device("cuda", 2)`, `.cuda(1)`), `torch.cuda.set_device(<int>)`, and literal
+    Checks for hardcoded GPU indices such as `"cuda:4"` or `.cuda(1)`.
+
+    Also `torch.device("cuda", 2)`, `torch.cuda.set_device(<int>)`, and literal
     `device_ids=` / `output_device=` in `DataParallel` / `DistributedDataParallel`.
 
     ## Why is this bad?
@@ -292,9 +299,11 @@ _SIZE_CALLS = frozenset({"size", "len", "int", "numel", "Size"})
 class LegacyTensorType(Rule):
     """
     ## What it does
-    Checks for the legacy typed tensor constructors (`torch.FloatTensor(...)`,
-    `torch.cuda.LongTensor(...)`, ...), `.type(torch.cuda.FloatTensor)` (also the string
-    form), `torch.set_default_tensor_type`, and calls through an alias such as
+    Checks for legacy typed tensors such as `torch.FloatTensor(...)`.
+
+    Also `torch.cuda.LongTensor(...)` and the other typed constructors,
+    `.type(torch.cuda.FloatTensor)` (also the string form),
+    `torch.set_default_tensor_type`, and calls through an alias such as
     `Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`.
 
     ## Why is this bad?
@@ -477,7 +486,9 @@ _AMP = {
 class DeprecatedCudaAmp(Rule):
     """
     ## What it does
-    Checks for `torch.cuda.amp.autocast`, `torch.cuda.amp.GradScaler`,
+    Checks for the deprecated `torch.cuda.amp` and `torch.cpu.amp` APIs.
+
+    That is `torch.cuda.amp.autocast`, `torch.cuda.amp.GradScaler`,
     `torch.cuda.amp.custom_fwd` / `custom_bwd` and `torch.cpu.amp.autocast`, also when
     imported with `from ... import`.
 
@@ -593,8 +604,7 @@ _QUIET_WITHOUT_CUDA = frozenset({"memory_allocated", "max_memory_allocated", "me
 class UnguardedCudaApi(Rule):
     """
     ## What it does
-    Checks for `torch.cuda` calls that fail or mislead without CUDA, outside an
-    availability guard.
+    Checks for `torch.cuda` calls that fail or mislead without CUDA, outside a guard.
 
     The calls are `synchronize`, `current_device`, `get_device_name`,
     `get_device_properties`, `get_device_capability`, `set_device`, `memory_allocated`,
@@ -709,9 +719,10 @@ class UnguardedCudaApi(Rule):
 class DeviceStringComparison(Rule):
     """
     ## What it does
-    Checks for `t.device == "cuda"` (and `!=`, `in`) where the left side is a
-    `torch.device`: a `.device` attribute of a tensor, or a name assigned only from
-    `torch.device(...)` or `.device`.
+    Checks for a `torch.device` compared with a string, as in `t.device == "cuda"`.
+
+    Also `!=` and `in`. The left side is a `.device` attribute of a tensor, or a name
+    assigned only from `torch.device(...)` or `.device`.
 
     ## Why is this bad?
     A `torch.device` never equals a string in current PyTorch, so the test is always
@@ -773,8 +784,7 @@ _DEVICE_STRINGS = frozenset({"cuda", "cpu", "mps", "xpu", "npu", "hpu", "meta"})
 class DeviceDefaultArgument(Rule):
     """
     ## What it does
-    Checks for device parameters whose default is an accelerator literal:
-    `def f(x, device="cuda")`.
+    Checks for device parameters that default to an accelerator, as in `device="cuda"`.
 
     A device parameter is one named `device`, `map_location`, `*_device` or
     `device_*`. A default with an index other than 0 is DEV103's.
