@@ -20,7 +20,7 @@ from devlint.config import Config
 from devlint.diagnostics import Diagnostic, Fix, Safety
 from devlint.fixes import apply_edits, plan_to_edits, select_compatible
 from devlint.rules import all_rules
-from devlint.rules.base import Report, Rule, visitors
+from devlint.rules.base import InsertLines, Report, Rule, visitors
 from devlint.source import LineIndex
 
 _SKIP_FILE = re.compile(r"#\s*devlint:\s*skip-file\b")
@@ -164,13 +164,15 @@ def _positions(module: cst.Module, text: str, reports: list[Report]) -> Mapping[
     each alone, and shift their lines to where Python's own (C) parser says the statement
     starts. Anything unusual falls back to libcst's full computation.
     """
-    wanted = _needed_nodes(reports)
+    wanted = _needed_nodes(reports, module)
     tops = list(dict.fromkeys(r.top for r in reports if r.top is not None))
     starts = _statement_lines(module, text) if tops and "\r" not in text.replace("\r\n", "") else None
     if starts is not None:
         offsets = {id(stmt): i for i, stmt in enumerate(module.body)}
+        chosen = {id(top) for top in tops}
         for node in wanted:
-            if id(node) in offsets and node not in tops:
+            if id(node) in offsets and id(node) not in chosen:
+                chosen.add(id(node))
                 tops.append(node)
         positions: dict[cst.CSTNode, CodeRange] = {}
         for top in tops:
@@ -187,13 +189,17 @@ def _positions(module: cst.Module, text: str, reports: list[Report]) -> Mapping[
     return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
 
-def _needed_nodes(reports: list[Report]) -> list[cst.CSTNode]:
+def _needed_nodes(reports: list[Report], module: cst.Module) -> list[cst.CSTNode]:
     nodes = []
     for report in reports:
         nodes.append(report.node)
         if report.fix is not None:
             for step in report.fix.edits:
-                node = getattr(step, "node", None) or getattr(step, "after", None)
+                if isinstance(step, InsertLines):
+                    # lines go after a statement, or before the first one
+                    node = step.after if step.after is not None else (module.body[0] if module.body else None)
+                else:
+                    node = step.node
                 if node is not None:
                     nodes.append(node)
     return nodes
