@@ -21,11 +21,11 @@ import resource
 import subprocess
 import sys
 import time
-import zipfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-WORK = HERE / ".work"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus import WORK, python_files, unpack  # noqa: E402
+
 PACKAGES = ("timm", "torchvision")
 
 
@@ -34,19 +34,9 @@ def sh(*args: str, **kwargs) -> subprocess.CompletedProcess:
 
 
 def build_corpus(limit: int | None) -> list[Path]:
-    wheels = WORK / "wheels"
-    wheels.mkdir(parents=True, exist_ok=True)
     files: list[Path] = []
     for package in PACKAGES:
-        target = WORK / "corpus" / package
-        if not target.exists():
-            found = list(wheels.glob(f"{package}-*.whl"))
-            if not found:
-                sh(sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", str(wheels), package)
-                found = list(wheels.glob(f"{package}-*.whl"))
-            with zipfile.ZipFile(found[0]) as archive:
-                archive.extractall(target)
-        files.extend(sorted(target.rglob("*.py")))
+        files.extend(python_files(unpack(package)))
     if limit:
         files = files[:: max(1, len(files) // limit)][:limit]
     return files
