@@ -21,6 +21,10 @@ if TYPE_CHECKING:
 
 _SKIP_DECORATORS = {"skipIf": False, "skipif": False, "skipUnless": True}
 _FUNCTIONS = (cst.FunctionDef, cst.Lambda)
+_BOOKKEEPING = frozenset(
+    {cst.Module, cst.IndentedBlock, cst.FunctionDef, cst.ClassDef, cst.Lambda,
+     cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For}
+)  # fmt: skip
 
 
 @dataclass
@@ -41,6 +45,7 @@ class FileContext:
         self._bindings: dict[int, frozenset[str]] = {}
         self._assigned: set[tuple[int, str]] = set()
         self._torch_names = frozenset(self.imports.aliases)
+        self._functions: list[cst.FunctionDef | cst.Lambda] = []
 
     # -- names -----------------------------------------------------------------------
 
@@ -90,7 +95,7 @@ class FileContext:
 
     def functions(self) -> list[cst.FunctionDef | cst.Lambda]:
         """Enclosing functions, innermost first."""
-        return [n for n in reversed(self.ancestors) if isinstance(n, _FUNCTIONS)]
+        return self._functions[::-1]
 
     def enclosing_class(self) -> cst.ClassDef | None:
         for node in reversed(self.ancestors):
@@ -136,19 +141,26 @@ class FileContext:
 
     def enter(self, node: cst.CSTNode) -> None:
         self.ancestors.append(node)
-        if isinstance(node, (cst.Module, cst.IndentedBlock)):
+        node_type = type(node)
+        if node_type not in _BOOKKEEPING:
+            return
+        if node_type is cst.Module or node_type is cst.IndentedBlock:
             self._scan_block(node.body)
-        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        elif node_type is cst.FunctionDef or node_type is cst.ClassDef:
+            if node_type is cst.FunctionDef:
+                self._functions.append(node)
             if any(self._decorator_guards(d.decorator) for d in node.decorators):
                 self._guarded.add(id(node))
-        elif isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For)):
-            functions = self.functions()
-            if functions:
-                for name in bound_names(node.target):
-                    self._assigned.add((id(functions[0]), name))
+        elif node_type is cst.Lambda:
+            self._functions.append(node)
+        elif self._functions:  # an assignment target
+            for name in bound_names(node.target):
+                self._assigned.add((id(self._functions[-1]), name))
 
     def leave(self) -> None:
-        self.ancestors.pop()
+        node = self.ancestors.pop()
+        if self._functions and node is self._functions[-1]:
+            self._functions.pop()
 
     def _scan_block(self, body: tuple[cst.BaseStatement, ...]) -> None:
         oracle = self.guards

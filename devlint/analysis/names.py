@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.analysis.tree import bound_names, dotted_name, walk, walk_scope
+from devlint.analysis.tree import bound_names, dotted_name, statements
 
 
 class ImportTable:
@@ -19,7 +19,7 @@ class ImportTable:
     def __init__(self, module: cst.Module) -> None:
         self.aliases: dict[str, str] = {}
         self.torch_aliases: list[str] = []  # names bound to the `torch` package itself
-        for node in walk(module):
+        for node in statements(module):
             if isinstance(node, cst.Import):
                 self._add_import(node)
             elif isinstance(node, cst.ImportFrom):
@@ -87,22 +87,24 @@ def local_bindings(function: cst.FunctionDef | cst.Lambda) -> frozenset[str]:
     if isinstance(function, cst.Lambda):
         return frozenset(names)
     imported: set[str] = set()
-    for node in walk_scope(function.body):
-        if isinstance(node, (cst.Import, cst.ImportFrom)):
+    for node in statements(function.body, enter_definitions=False):
+        node_type = type(node)
+        if node_type is cst.Assign:
+            for target in node.targets:
+                names.update(bound_names(target.target))
+        elif node_type in (cst.AnnAssign, cst.AugAssign, cst.For):
+            names.update(bound_names(node.target))
+        elif node_type in (cst.Import, cst.ImportFrom):
             imported.update(_import_names(node))
-            continue
-        if isinstance(node, cst.AssignTarget):
-            names.update(bound_names(node.target))
-        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
-            names.update(bound_names(node.target))
-        elif isinstance(node, (cst.For, cst.CompFor)):
-            names.update(bound_names(node.target))
-        elif isinstance(node, cst.AsName):
-            names.update(bound_names(node.name))
-        elif isinstance(node, cst.NamedExpr):
-            names.update(bound_names(node.target))
-        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        elif node_type in (cst.FunctionDef, cst.ClassDef):
             names.add(node.name.value)
+        elif node_type is cst.With:
+            for item in node.items:
+                if item.asname is not None:
+                    names.update(bound_names(item.asname.name))
+        elif node_type is cst.ExceptHandler and node.name is not None:
+            names.update(bound_names(node.name.name))
+    # (an assignment expression `(torch := ...)` inside an expression is not seen: rare)
     return frozenset(names - imported)
 
 
