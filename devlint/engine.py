@@ -79,9 +79,7 @@ def lint_source(
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as err:
         if config.is_enabled("DEV000", path):
-            line, col = err.raw_line, max(err.raw_column, 0)
-            message = f"could not parse this file: {err.message}"
-            result.diagnostics.append(Diagnostic(path, line, col, "DEV000", message, line, col))
+            result.diagnostics.append(_parse_error(text, path, err))
         return result
     except RecursionError:
         result.errors.append(InternalError(path, "the file is nested too deeply to parse"))
@@ -92,6 +90,21 @@ def lint_source(
         if noqa:
             result.diagnostics = _without_noqa(result.diagnostics, text)
     return result
+
+
+def _parse_error(text: str, path: str, err: cst.ParserSyntaxError) -> Diagnostic:
+    """DEV000 where Python itself places the error (libcst's position is often a line off)."""
+    try:
+        ast.parse(text)
+    except SyntaxError as syntax:
+        line = syntax.lineno or 1
+        col = max((syntax.offset or 1) - 1, 0)
+        return Diagnostic(path, line, col, "DEV000", f"could not parse this file: {syntax.msg}", line, col)
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    line, col = err.raw_line, max(err.raw_column, 0)
+    detail = err.message.split(": ", 2)[-1]
+    return Diagnostic(path, line, col, "DEV000", f"libcst cannot parse this file: {detail}", line, col)
 
 
 def _run_rules(module: cst.Module, path: str, config: Config, errors: list[InternalError]) -> list[Report]:
