@@ -202,7 +202,9 @@ class FileModel:
         answer = False
         for arg in node.bases:
             qualified = self.qualify(arg.value, frozenset())
-            if qualified is not None and (qualified in T.MODULE_BASES or qualified.startswith("torch.nn.")):
+            if qualified is not None and (
+                qualified in T.MODULE_BASES or qualified.startswith(("torch.nn.", *T.MODEL_CLASS_PACKAGES))
+            ):
                 answer = True
                 break
         if not answer:
@@ -248,11 +250,17 @@ class FileModel:
         if cached is not None:
             return cached
         self._holds_params[id(node)] = False  # recursion guard
-        answer = False
-        for child in walk(node):
+        answer = any(
+            (self.qualify(arg.value, frozenset()) or "").startswith(T.MODEL_CLASS_PACKAGES) for arg in node.bases
+        )
+        for child in walk(node) if not answer else ():
             if isinstance(child, cst.Call):
-                qualified = self.qualify(child.func, frozenset())
+                qualified = self.qualify(child.func, frozenset()) or ""
                 if qualified in T.PARAMETER_LAYERS or qualified == "torch.nn.Parameter":
+                    answer = True
+                elif qualified in T.OPTIONAL_STATE_LAYERS:
+                    answer = any(_is_true(_kwarg(child, k)) for k in T.OPTIONAL_STATE_LAYERS[qualified])
+                elif qualified.startswith(T.MODEL_FACTORIES):
                     answer = True
                 elif isinstance(child.func, cst.Attribute) and child.func.attr.value in (
                     "register_buffer", "register_parameter",
@@ -268,6 +276,32 @@ class FileModel:
             answer = any(self.holds_params(b) for b in self.local_bases(node))
         self._holds_params[id(node)] = answer
         return answer
+
+    def places_itself(self, node: cst.ClassDef, _seen: frozenset = frozenset()) -> bool:
+        """Does the class move itself or build its layers on a chosen device
+        (`self.to(device)`, `nn.Linear(..., device=device)`, `**factory_kwargs`)? Then an
+        instance is not known to start on the CPU."""
+        if id(node) in _seen:
+            return False
+        for method in self._methods(node):
+            params = method.params.params
+            self_name = params[0].name.value if params else None
+            for child in walk(method.body):
+                if not isinstance(child, cst.Call):
+                    continue
+                func = child.func
+                if (
+                    isinstance(func, cst.Attribute)
+                    and func.attr.value in T.MOVE_METHODS
+                    and isinstance(func.value, cst.Name)
+                    and func.value.value == self_name
+                ):
+                    return True
+                if (self.qualify(func, frozenset()) or "").startswith("torch.nn.") and any(
+                    a.star == "**" or (a.keyword is not None and a.keyword.value == "device") for a in child.args
+                ):
+                    return True
+        return any(self.places_itself(b, _seen | {id(node)}) for b in self.local_bases(node))
 
     def summary(self, node: cst.ClassDef) -> dict[str, AbstractValue]:
         """`self.<attr>` as any method may have left it: the join of all its assignments.
@@ -959,8 +993,19 @@ class ScopeEvaluator:
             if callee is not None and callee.is_module:
                 self.result.values[id(func)] = callee
                 return self._module_call(node, callee, args)
-            return self._method_call(node, func.attr.value, receiver, func.value, args, state)
-        return self._plain_call(node, func, callee, args, state)
+            result = self._method_call(node, func.attr.value, receiver, func.value, args, state)
+        else:
+            result = self._plain_call(node, func, callee, args, state)
+        if result == UNKNOWN:
+            self._escape(node, args, state)
+        return result
+
+    def _escape(self, node: cst.Call, args: list[AbstractValue], state: State) -> None:
+        """A module handed to code the analysis cannot see (`accelerator.prepare(model)`,
+        `fabric.setup(model)`, a helper) may come back moved: its device is unknown."""
+        for arg, value in zip(node.args, args):
+            if value.is_module and value.device.known and _key(arg.value) is not None:
+                self.bind(arg.value, replace(value, device=UNKNOWN_DEVICE, origin=None, how=""), state)
 
     def _is_self(self, expr: cst.BaseExpression) -> bool:
         return isinstance(expr, cst.Name) and expr.value == self.self_name
@@ -973,7 +1018,10 @@ class ScopeEvaluator:
             local_class = self.model.classes.get(name)
             if local_class is not None:
                 if self.model.is_module_class(local_class):
-                    return AbstractValue(Kind.MODULE, CPU, None, node, Source.CONSTRUCTION, f"{name}()",
+                    device = UNKNOWN_DEVICE if self.model.places_itself(local_class) else state.default
+                    if any(a.keyword is not None and "device" in a.keyword.value for a in node.args):
+                        device = UNKNOWN_DEVICE  # Net(device=d) may build its layers there
+                    return AbstractValue(Kind.MODULE, device, None, node, Source.CONSTRUCTION, f"{name}()",
                                          holds_params=self.model.holds_params(local_class))  # fmt: skip
                 return OTHER
             if name == "next" and args and args[0].kind is Kind.DATALOADER:
@@ -994,6 +1042,8 @@ class ScopeEvaluator:
                     self._conflict(Conflict(node, cpu, other, "module"))
                     break
             return AbstractValue(Kind.UNKNOWN, module.device, None, module.origin, module.source, module.how)
+        if module.stateless:
+            self._check_operands(node, tensors)  # a loss is an operation on its inputs
         known = [o.value for o in tensors if o.value.device.known]
         if known:
             first = known[0]
@@ -1039,21 +1089,43 @@ class ScopeEvaluator:
         if qualified in T.DATALOADERS:
             return AbstractValue(Kind.DATALOADER, CPU, None, node, Source.CONSTRUCTION, "DataLoader(...)")
         last = qualified.rsplit(".", 1)[-1]
+        if qualified in T.MODULE_WRAPPERS:
+            # DataParallel(model) holds `model`, wherever that is
+            wrapped = args[0] if args and node.args[0].keyword is None else UNKNOWN
+            return wrapped if wrapped.is_module else UNKNOWN
         if last[:1].isupper() and (qualified.count(".") == 2 or qualified.startswith("torch.nn.modules.")) \
                 and qualified.startswith("torch.nn."):
-            holds = qualified in T.PARAMETER_LAYERS
-            if qualified in T.WEIGHTED_LOSSES:
-                holds = _kwarg(node, "weight") is not None or _kwarg(node, "pos_weight") is not None
-            elif qualified in T.MODULE_CONTAINERS:
-                holds = any(v.holds_params for v in args)
-            return AbstractValue(Kind.MODULE, CPU, None, node, Source.CONSTRUCTION, f"{short}(...)", holds_params=holds)
+            return self._layer(qualified, short, node, args, state)
         if any(qualified.startswith(p) for p in T.MODEL_FACTORIES):
-            return AbstractValue(Kind.MODULE, CPU, None, node, Source.CONSTRUCTION, f"{short}(...)", holds_params=True)
+            device = UNKNOWN_DEVICE if _kwarg(node, "device_map") or _kwarg(node, "device") else state.default
+            return AbstractValue(Kind.MODULE, device, None, node, Source.CONSTRUCTION, f"{short}(...)", holds_params=True)
         if qualified in T.NON_TENSOR_FUNCTIONS or qualified.startswith(T.NOT_OP_NAMESPACES):
             return OTHER if qualified in T.NON_TENSOR_FUNCTIONS else UNKNOWN
         if qualified.startswith(T.OP_NAMESPACES) and last[:1].islower():
             return self._torch_op(qualified, node, args)
         return UNKNOWN
+
+    def _layer(self, qualified: str, short: str, node: cst.Call, args, state: State) -> AbstractValue:
+        """A torch.nn module built here: on the default device unless told otherwise, and
+        whether it holds parameters or buffers."""
+        holds = qualified in T.PARAMETER_LAYERS
+        stateless = qualified in T.PARAMETERLESS_LAYERS
+        if qualified in T.WEIGHTED_LOSSES:
+            holds = _kwarg(node, "weight") is not None or _kwarg(node, "pos_weight") is not None
+            stateless = not holds and not any(a.star for a in node.args)
+        elif qualified in T.OPTIONAL_STATE_LAYERS:
+            holds = any(_is_true(_kwarg(node, k)) for k in T.OPTIONAL_STATE_LAYERS[qualified])
+        elif qualified in T.MODULE_CONTAINERS:
+            holds = any(v.holds_params for v in args)
+        device_arg = _kwarg(node, "device")
+        if device_arg is not None:
+            device = self.device_at(device_arg.value, state)
+        elif any(a.star == "**" for a in node.args):
+            device = UNKNOWN_DEVICE  # `**factory_kwargs` may carry device=
+        else:
+            device = state.default
+        return AbstractValue(Kind.MODULE, device, None, node, Source.CONSTRUCTION, f"{short}(...)",
+                             holds_params=holds, stateless=stateless)  # fmt: skip
 
     def _factory(self, qualified: str, short: str, node: cst.Call, args, state: State) -> AbstractValue:
         self._snapshot(node, state)
@@ -1197,6 +1269,9 @@ class ScopeEvaluator:
             target: Device | None = CPU
         elif name == "to":
             target = self._to_target(node, receiver, state)
+        elif name == "to_empty":
+            device_arg = _kwarg(node, "device") or next(iter(_positional(node)), None)
+            target = self.device_at(device_arg.value, state) if device_arg is not None else UNKNOWN_DEVICE
         else:
             positional = _positional(node)
             index = code(positional[0].value) if positional else None
@@ -1386,6 +1461,10 @@ def _suites(stmt: cst.CSTNode) -> list[cst.BaseSuite]:
     for case in getattr(stmt, "cases", ()):
         suites.append(case.body)
     return suites
+
+
+def _is_true(arg: cst.Arg | None) -> bool:
+    return arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value in ("False", "None"))
 
 
 def _is_int_expr(expr: cst.BaseExpression) -> bool:

@@ -224,6 +224,47 @@ PARAMETER_LAYERS = frozenset(
     )
 )  # fmt: skip
 
+# torch.nn classes that hold neither parameters nor buffers: functions of their inputs,
+# which need those inputs on one device.
+PARAMETERLESS_LAYERS = frozenset(
+    "torch.nn." + name
+    for name in (
+        "ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Sigmoid",
+        "Tanh", "Hardtanh", "Hardsigmoid", "Hardswish", "Hardshrink", "Softshrink",
+        "Tanhshrink", "Softplus", "Softsign", "LogSigmoid", "Threshold", "GLU", "Softmax",
+        "Softmax2d", "LogSoftmax", "Softmin", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
+        "AlphaDropout", "FeatureAlphaDropout", "Identity", "Flatten", "Unflatten",
+        "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+        "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AdaptiveAvgPool1d",
+        "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "LPPool1d", "LPPool2d", "FractionalMaxPool2d",
+        "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "Upsample", "UpsamplingNearest2d",
+        "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "Fold",
+        "Unfold", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d", "ConstantPad2d",
+        "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
+        "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "CircularPad1d",
+        "CircularPad2d", "CircularPad3d", "CosineSimilarity", "PairwiseDistance",
+        "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "KLDivLoss", "PoissonNLLLoss",
+        "GaussianNLLLoss", "HingeEmbeddingLoss", "CosineEmbeddingLoss", "MarginRankingLoss",
+        "TripletMarginLoss", "TripletMarginWithDistanceLoss", "SoftMarginLoss", "CTCLoss",
+        "MultiLabelMarginLoss",
+    )
+)  # fmt: skip
+
+# torch.nn normalisations that hold parameters or buffers only when asked to.
+OPTIONAL_STATE_LAYERS = {
+    "torch.nn." + name: ("affine", "track_running_stats")
+    for name in ("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d")
+}
+
+# Wrappers that hold the module they are given, on its device.
+MODULE_WRAPPERS = frozenset(
+    {
+        "torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+        "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.data_parallel.DataParallel",
+        "torch.nn.parallel.distributed.DistributedDataParallel",
+    }
+)  # fmt: skip
+
 # torch.nn losses that hold a buffer when given `weight=` / `pos_weight=`.
 WEIGHTED_LOSSES = frozenset(
     "torch.nn." + name
@@ -254,14 +295,28 @@ MODULE_SELF_METHODS = frozenset(
         "share_memory", "type", "zero_grad",
     }
 )  # fmt: skip
-MOVE_METHODS = frozenset({"to", "cuda", "cpu", "xpu", "mps", "npu"})
+MOVE_METHODS = frozenset({"to", "cuda", "cpu", "xpu", "mps", "npu", "to_empty"})
 
 DATALOADERS = frozenset(
     {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
 )
 
-# Packages whose constructors build a model with parameters, on the CPU.
+# Packages whose constructors build a model with parameters, on the CPU (unless given
+# a `device_map=`), and whose classes are modules.
 MODEL_FACTORIES = ("torchvision.models.", "timm.create_model", "transformers.AutoModel")
+MODEL_CLASS_PACKAGES = ("torchvision.models.",)
+
+# Optimizer classes: torch.optim.<Upper>, not the schedulers below it.
+OPTIMIZER_NAMESPACE = "torch.optim."
+
+# Random factories: the accelerator's generator draws other numbers than the CPU's.
+RANDOM_FACTORIES = frozenset(
+    {"torch.rand", "torch.randn", "torch.randint", "torch.randperm", "torch.normal", "torch.bernoulli"}
+)
+
+# Tensor methods that copy to the host and wait for the accelerator.
+SYNC_METHODS = frozenset({"item", "cpu", "tolist", "numpy"})
+SYNC_BUILTINS = frozenset({"float", "int", "bool", "print"})
 
 # Wrappers that iterate like their first argument.
 ITERATION_WRAPPERS = frozenset({"iter", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm"})

@@ -133,6 +133,7 @@ class AbstractValue:
     how: str = ""
     is_parameter: bool = False  # an nn.Parameter
     holds_params: bool = False  # a module with parameters or buffers
+    stateless: bool = False  # a torch.nn module known to hold neither (ReLU, MSELoss)
 
     @property
     def is_tensor(self) -> bool:
@@ -170,6 +171,7 @@ class AbstractValue:
             how=self.how if same_origin else "",
             is_parameter=self.is_parameter and other.is_parameter,
             holds_params=self.holds_params and other.holds_params,
+            stateless=self.stateless and other.stateless,
         )
 
 

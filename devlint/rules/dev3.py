@@ -1,0 +1,540 @@
+"""DEV3: models, batches and checkpoints left behind on the CPU.
+
+Every device answer comes from the device analysis; these rules decide where the
+finding goes and what the fix rebinds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import libcst as cst
+
+from devlint.analysis import device_tables
+from devlint.analysis.devices import Conflict, Device, DeviceAnalysis, Source
+from devlint.analysis.tree import bound_names, children, dotted_name, walk, walk_scope
+from devlint.rules.base import FixPlan, InsertAfter, InsertBefore, Rule
+
+_DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
+_PORTABLE_LITERALS = frozenset({"cuda", "cuda:0", "mps", "xpu", "xpu:0", "npu", "hpu"})
+_MOVES = frozenset(device_tables.MOVE_METHODS - {"cpu"})
+
+
+class ModelLeftOnCpu(Rule):
+    """
+    ## What it does
+    Checks for models that are built on the CPU, never moved, and called with tensors on an accelerator.
+
+    A model is a module that holds parameters or buffers: a `torch.nn` layer such as
+    `nn.Linear` or `nn.Conv2d`, a local `nn.Module` subclass that builds one, a
+    `torchvision.models` constructor. Parameterless modules (`nn.ReLU()`,
+    `nn.MSELoss()`) are not models. `.to`, `.cuda`, `.to_empty`, and handing the model
+    to other code (`accelerator.prepare(model)`, `fabric.setup(model)`, a helper)
+    count as moves.
+
+    ## Why is this bad?
+    A new module lives on the CPU. Moving the inputs is not enough: the first call
+    fails with `Expected all tensors to be on the same device` (or `Input type
+    (torch.cuda.FloatTensor) and weight type (torch.FloatTensor) should be the same`).
+    The finding is reported where the model is built, since that is where it must move.
+
+    ## Example
+        network = Net()
+        pred = network(sample.to(device))
+
+    ## Use instead
+        network = Net().to(device)
+        pred = network(sample.to(device))
+
+    ## Fix safety
+    Safe: `.to(device)` is appended at the construction, naming the device the input
+    was moved to (the device binding for a literal such as `"cuda"`). `Module.to`
+    returns the module itself, so the name still holds the same model; on the machine
+    the code was written for, the call that failed now runs there.
+    """
+
+    code = "DEV301"
+    name = "model-left-on-cpu"
+    fixable = True
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        self._uses: dict[int, list[tuple[Conflict, cst.CSTNode]]] | None = None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        analysis = DeviceAnalysis.of(self.ctx)
+        value = analysis.value_of(node)
+        if not (value.is_module and value.origin is node and value.source is Source.CONSTRUCTION):
+            return
+        if not (value.device.is_cpu and value.holds_params):
+            return
+        here = self._scope()
+        key = _assigned_key(self.ctx, node)
+        for conflict, scope in self._uses_of(analysis).get(id(node), ()):
+            if scope is not here and (key is None or _touched_elsewhere(self._neighbourhood(key), key, here)):
+                continue  # another function may have moved it first
+            self._report(analysis, node, conflict, same_scope=scope is here)
+            return
+
+    def _report(self, analysis: DeviceAnalysis, node: cst.Call, conflict: Conflict, *, same_scope: bool) -> None:
+        built = analysis.code(node, 40)
+        called = analysis.code(conflict.node, 60)
+        tensor = analysis.code(conflict.other.expr, 40)
+        message = (
+            f"`{built}` is built on the CPU and never moved, but line {analysis.line_of(conflict.node)} "
+            f"calls it with `{tensor}` on {_where(conflict.other.value.device)} (`{called}`)"
+        )
+        device = _device_code(self, conflict.other.value.device, same_scope=same_scope)
+        fix = None
+        if device is not None:
+            code, edits = device
+            fix = FixPlan.safe(InsertAfter(node, f".to({code})"), *edits)
+        self.report(node, message, fix)
+
+    def _neighbourhood(self, key: str) -> cst.CSTNode:
+        """Where other code may touch `key`: the class for `self.<attr>`, else the file."""
+        cls = self.ctx.enclosing_class()
+        functions = self.ctx.functions()
+        if cls is not None and functions and "." in key:
+            params = functions[-1].params.params
+            if params and key.split(".", 1)[0] == params[0].name.value:
+                return cls
+        return self.ctx.module
+
+    def _scope(self) -> cst.CSTNode:
+        functions = self.ctx.functions()
+        return functions[0] if functions else self.ctx.module
+
+    def _uses_of(self, analysis: DeviceAnalysis) -> dict[int, list[tuple[Conflict, cst.CSTNode]]]:
+        """Module conflicts of the whole file, by the construction of the CPU model."""
+        if self._uses is None:
+            uses: dict[int, list[tuple[Conflict, cst.CSTNode]]] = {}
+            for scope, enclosing in _scopes(self.ctx.module):
+                for conflict in analysis.scope(scope, enclosing).conflicts.values():
+                    cpu = conflict.cpu.value
+                    if conflict.kind == "module" and cpu.is_module and cpu.source is Source.CONSTRUCTION:
+                        if cpu.origin is not None:
+                            uses.setdefault(id(cpu.origin), []).append((conflict, scope))
+            self._uses = uses
+        return self._uses
+
+
+class BatchLeftOnCpu(Rule):
+    """
+    ## What it does
+    Checks for `for` loops over a `DataLoader` whose batches reach a moved model or an accelerator tensor without being moved.
+
+    The loop shapes of real training code are understood: `for x, y in loader`,
+    `enumerate(loader)`, `tqdm(loader)`, `for batch in loader: x, y = batch`, dict
+    batches (`batch["input_ids"]`), nested epoch and batch loops, and evaluation loops
+    under `with torch.no_grad():`. The finding is reported at the `for` line.
+
+    ## Why is this bad?
+    A `DataLoader` yields CPU tensors. Once the model is on the accelerator, every batch
+    must follow it, or the first forward pass fails with `Expected all tensors to be on
+    the same device`.
+
+    ## Example
+        model = Net().to(device)
+        for x, y in loader:
+            loss = criterion(model(x), y)
+
+    ## Use instead
+        model = Net().to(device)
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            loss = criterion(model(x), y)
+
+    ## Fix safety
+    Safe: one statement is added as the first line of the loop body, at its
+    indentation, rebinding the batch on the model's device: `x, y = x.to(device),
+    y.to(device)` for unpacked batches, `batch = [t.to(device) for t in batch]` for a
+    batch unpacked later, `batch = {k: v.to(device) for k, v in batch.items()}` for a
+    dict batch. A batch used in several ways, or a one-line loop, gets no fix.
+    """
+
+    code = "DEV302"
+    name = "batch-left-on-cpu"
+    fixable = True
+
+    def visit_For(self, node: cst.For) -> None:
+        analysis = DeviceAnalysis.of(self.ctx)
+        functions = self.ctx.functions()
+        result = analysis.scope(functions[0] if functions else self.ctx.module, tuple(functions[1:]))
+        inside = {id(n) for n in walk(node.body)}
+        for conflict in result.conflicts.values():
+            cpu = conflict.cpu.value
+            if cpu.source is not Source.LOADER or id(conflict.node) not in inside:
+                continue
+            if cpu.origin is not node and cpu.origin is not node.iter:
+                continue
+            self._report(analysis, node, conflict)
+            return
+
+    def _report(self, analysis: DeviceAnalysis, node: cst.For, conflict: Conflict) -> None:
+        batch = analysis.code(conflict.cpu.expr, 40)
+        other = analysis.code(conflict.other.expr, 40)
+        message = (
+            f"batch `{batch}` from `{analysis.code(node.iter, 40)}` stays on the CPU but meets `{other}` "
+            f"on {_where(conflict.other.value.device)} at line {analysis.line_of(conflict.node)}; move it in the loop"
+        )
+        self.report(node, message, self._fix(node, conflict))
+
+    def _fix(self, node: cst.For, conflict: Conflict) -> FixPlan | None:
+        body = node.body
+        if not isinstance(body, cst.IndentedBlock) or not body.body:
+            return None
+        device = _device_code(self, conflict.other.value.device, same_scope=True)
+        if device is None:
+            return None
+        code, edits = device
+        statement = _rebinding(_batch_target(node), body, code)
+        if statement is None:
+            return None
+        indent = _indentation(self.ctx, body)
+        newline = self.ctx.module.default_newline
+        return FixPlan.safe(InsertBefore(body.body[0], f"{statement}{newline}{indent}"), *edits)
+
+
+class LoadWithoutMapLocation(Rule):
+    """
+    ## What it does
+    Checks for `torch.load` of a checkpoint without `map_location=`.
+
+    A checkpoint is what the loaded object is used as: a state dict given to
+    `load_state_dict` (directly, through a name, or one of its entries), or a model
+    (`.eval()`, `.parameters()`, `.state_dict()`). Data files loaded with `torch.load`
+    are not reported.
+
+    ## Why is this bad?
+    `torch.load` puts every tensor back on the device it was saved from. A checkpoint
+    written on a GPU machine then fails to load on one without CUDA (`Attempting to
+    deserialize object on a CUDA device but torch.cuda.is_available() is False`), and
+    loads onto GPU 0 of every process in a multi-GPU job.
+
+    ## Example
+        model.load_state_dict(torch.load("model.pt"))
+
+    ## Use instead
+        model.load_state_dict(torch.load("model.pt", map_location=device))
+
+    ## Fix safety
+    Safe: `map_location=` the device binding loads onto the device the code runs on;
+    where CUDA is present that is the device a GPU checkpoint was saved from, and
+    `load_state_dict` copies the values into the model wherever they were loaded.
+    """
+
+    code = "DEV303"
+    name = "load-without-map-location"
+    fixable = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.qualify(node.func) != "torch.load":
+            return
+        positional = [a for a in node.args if a.keyword is None and not a.star]
+        if len(positional) != 1 or any(a.star for a in node.args):
+            return  # a second positional argument is the map_location
+        if any(a.keyword is not None and a.keyword.value == "map_location" for a in node.args):
+            return
+        if not self._is_checkpoint(node):
+            return
+        message = f"`{DeviceAnalysis.of(self.ctx).code(node, 50)}` restores tensors to the device they were saved from; pass `map_location=`"
+        fix = None
+        device = self.binding.device()
+        if device is not None:
+            fix = FixPlan.safe(InsertAfter(node.args[-1].value, f", map_location={device.code}"), *device.edits)
+        self.report(node, message, fix)
+
+    def _is_checkpoint(self, node: cst.Call) -> bool:
+        child: cst.CSTNode = node
+        parent = self.ctx.parent(node)
+        while isinstance(parent, cst.Subscript) and parent.value is child:
+            child, parent = parent, self.ctx.parent(parent)
+        if isinstance(parent, cst.Arg):
+            call = self.ctx.parent(parent)
+            return isinstance(call, cst.Call) and _method_name(call) == "load_state_dict"
+        if isinstance(parent, cst.Assign) and child is node and len(parent.targets) == 1:
+            name = dotted_name(parent.targets[0].target)
+            functions = self.ctx.functions()
+            scope = functions[0].body if functions else self.ctx.module
+            return name is not None and _used_as_checkpoint(scope, name)
+        return False
+
+
+class OptimizerBeforeMove(Rule):
+    """
+    ## What it does
+    Checks for optimizers built from `model.parameters()` before `model` is moved in the same scope.
+
+    ## Why is this bad?
+    PyTorch's documentation asks for the move first: the optimizer keeps references to
+    the parameters it was given, and its state (momentum buffers, Adam's moments, and
+    anything restored with `optimizer.load_state_dict`) is created on, or cast to, the
+    parameters' device at that moment. Moves that replace the parameters (`to_empty`,
+    wrappers, `torch.__future__.set_overwrite_module_params_on_conversion`) leave the
+    optimizer updating tensors the model no longer uses; restored state stays on the
+    CPU and the first `step()` fails on the accelerator.
+
+    ## Example
+        model = Net()
+        optimizer = torch.optim.Adam(model.parameters())
+        model.to(device)
+
+    ## Use instead
+        model = Net().to(device)
+        optimizer = torch.optim.Adam(model.parameters())
+
+    ## Fix safety
+    No fix: moving statements changes the program's order; the finding is reported at
+    the optimizer's construction.
+    """
+
+    code = "DEV304"
+    name = "optimizer-before-move"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = self.ctx.qualify(node.func) or ""
+        last = qualified.rsplit(".", 1)[-1]
+        if not qualified.startswith(device_tables.OPTIMIZER_NAMESPACE) or "lr_scheduler" in qualified:
+            return
+        if not last[:1].isupper() or last == "Optimizer":
+            return
+        params = next((a for a in node.args if a.keyword is None or a.keyword.value == "params"), None)
+        if params is None:
+            return
+        models = {
+            key
+            for call in walk(params.value)
+            if isinstance(call, cst.Call) and _method_name(call) in ("parameters", "named_parameters")
+            for key in [dotted_name(call.func.value)]
+            if key is not None
+        }
+        analysis = DeviceAnalysis.of(self.ctx)
+        functions = self.ctx.functions()
+        scope = functions[0].body if functions else self.ctx.module
+        line = analysis.line_of(node)
+        for model in sorted(models):
+            move = _later_move(analysis, scope, model, line)
+            if move is not None:
+                message = (
+                    f"optimizer `{analysis.code(node, 50)}` is built from `{model}`'s parameters before "
+                    f"line {analysis.line_of(move)} moves `{model}` (`{analysis.code(move, 40)}`): move the model first"
+                )
+                self.report(node, message)
+                return
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+
+def _scopes(module: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, tuple]]:
+    """The module (or a class) and every function in it, each with its enclosing
+    functions (innermost first)."""
+    yield module, ()
+    stack: list[tuple[cst.CSTNode, tuple]] = [(module, ())]
+    while stack:
+        node, enclosing = stack.pop()
+        for child in children(node):
+            if isinstance(child, (cst.FunctionDef, cst.Lambda)):
+                yield child, enclosing
+                stack.append((child, (child, *enclosing)))
+            else:
+                stack.append((child, enclosing))
+
+
+def _assigned_key(ctx, node: cst.Call) -> str | None:
+    """`model` (or `self.model`) when the construction is assigned straight to it."""
+    parent = ctx.parent(node)
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+        return dotted_name(parent.targets[0].target)
+    return None
+
+
+def _touched_elsewhere(within: cst.CSTNode, key: str, here: cst.CSTNode) -> bool:
+    """Does a function in `within`, other than `here`, move `key`, pass it on, or
+    rebind it globally?"""
+    for scope, _ in _scopes(within):
+        if scope is here or scope is within:
+            continue
+        for node in walk(scope):
+            if isinstance(node, cst.Global) and any(n.name.value == key for n in node.names):
+                return True
+            if isinstance(node, cst.Call):
+                if _method_name(node) in _MOVES and dotted_name(node.func.value) == key:
+                    return True
+                if any(dotted_name(a.value) == key for a in node.args):
+                    return True
+    return False
+
+
+def _where(device: Device) -> str:
+    return f"`{device.symbol}`" if device.symbol else str(device)
+
+
+def _method_name(call: cst.Call) -> str | None:
+    return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+
+
+def _device_code(rule: Rule, device: Device, *, same_scope: bool) -> tuple[str, tuple] | None:
+    """Code naming `device` where the walk stands, and the edits it needs; None when no
+    name is sure to mean that device there."""
+    symbol = device.symbol
+    binding = rule.binding.name
+    if symbol is None or symbol == binding:
+        found = rule.binding.device()
+        return (found.code, found.edits) if found is not None else None
+    if symbol[:1] in "\"'":
+        if symbol.strip("\"'") not in _PORTABLE_LITERALS:
+            return None  # an index other than 0 is DEV103's
+        found = rule.binding.device()
+        return (found.code, found.edits) if found is not None else None
+    if same_scope and _DOTTED.match(symbol) and _visible(rule.ctx, symbol.split(".", 1)[0]):
+        return symbol, ()
+    return None
+
+
+def _visible(ctx, name: str) -> bool:
+    """Is `name` bound where the walk stands?"""
+    functions = ctx.functions()
+    if functions:
+        function = functions[0]
+        if name not in ctx.bindings_of(function):
+            return True  # a global or an enclosing function's name
+        params = function.params
+        every = (*params.posonly_params, *params.params, *params.kwonly_params)
+        return any(p.name.value == name for p in every) or ctx.assigned_before(function, name)
+    top = ctx.top_level_statement()
+    for stmt in ctx.module.body:
+        if stmt is top:
+            return False
+        for node in walk_scope(stmt):
+            target = None
+            if isinstance(node, cst.AssignTarget):
+                target = node.target
+            elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                target = node.name
+            elif isinstance(node, cst.ImportAlias):
+                target = node.asname.name if node.asname is not None else node.name
+            if target is not None and name in set(bound_names(target)) | {dotted_name(target)}:
+                return True
+    return False
+
+
+def _batch_target(node: cst.For) -> cst.BaseExpression | None:
+    """The part of the loop target that holds the batch (`i, batch` of `enumerate`)."""
+    target = node.target
+    iterable = node.iter
+    if isinstance(iterable, cst.Call) and dotted_name(iterable.func) == "enumerate":
+        if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+            return target.elements[1].value
+        return None
+    if isinstance(iterable, cst.Call) and dotted_name(iterable.func) == "zip":
+        return None
+    return target
+
+
+def _rebinding(target: cst.BaseExpression | None, body: cst.IndentedBlock, device: str) -> str | None:
+    """The statement that moves the batch: by the target's shape and the batch's uses."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        names = [e.value for e in target.elements]
+        if not names or not all(isinstance(n, cst.Name) for n in names):
+            return None
+        used = [n.value for n in names if any(_uses(body, n.value))]
+        if not used:
+            return None
+        return f"{', '.join(used)} = {', '.join(f'{n}.to({device})' for n in used)}"
+    if not isinstance(target, cst.Name):
+        return None
+    name = target.value
+    shapes = {_shape_of_use(use, parent) for use, parent in _uses(body, name)}
+    if shapes == {"dict"}:
+        return f"{name} = {{k: v.to({device}) for k, v in {name}.items()}}"
+    if shapes == {"sequence"}:
+        return f"{name} = [t.to({device}) for t in {name}]"
+    if shapes == {"tensor"}:
+        return f"{name} = {name}.to({device})"
+    return None
+
+
+def _uses(body: cst.CSTNode, name: str) -> Iterator[tuple[cst.Name, cst.CSTNode]]:
+    """Each load of `name` under `body`, with its parent node."""
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        for child in children(node):
+            if isinstance(child, cst.Name) and child.value == name:
+                if not (isinstance(node, cst.Attribute) and node.attr is child):
+                    yield child, node
+            stack.append(child)
+
+
+def _shape_of_use(use: cst.Name, parent: cst.CSTNode) -> str:
+    if isinstance(parent, cst.Subscript) and parent.value is use and len(parent.slice) == 1:
+        index = parent.slice[0].slice
+        if isinstance(index, cst.Index):
+            if isinstance(index.value, (cst.SimpleString, cst.ConcatenatedString)):
+                return "dict"
+            if isinstance(index.value, cst.Integer):
+                return "sequence"
+        return "other"
+    if isinstance(parent, cst.Assign) and parent.value is use:
+        targets = [t.target for t in parent.targets]
+        if all(isinstance(t, (cst.Tuple, cst.List)) for t in targets):
+            return "sequence"
+        return "other"
+    if isinstance(parent, cst.Arg):
+        return "tensor"
+    if isinstance(parent, cst.Attribute) and parent.value is use:
+        return "other"
+    if isinstance(parent, (cst.BinaryOperation, cst.Comparison, cst.ComparisonTarget)):
+        return "tensor"
+    return "other"
+
+
+def _indentation(ctx, body: cst.IndentedBlock) -> str:
+    """The indentation of `body`'s statements: every enclosing block's, then its own."""
+    default = ctx.module.default_indent
+    indent = ""
+    for node in ctx.ancestors:
+        if isinstance(node, cst.IndentedBlock):
+            indent += node.indent if node.indent is not None else default
+    return indent + (body.indent if body.indent is not None else default)
+
+
+def _used_as_checkpoint(scope: cst.CSTNode, name: str) -> bool:
+    """Is `name` given to `load_state_dict` (itself or an entry), or used as a model?"""
+    for node in walk_scope(scope):
+        if not isinstance(node, cst.Call):
+            continue
+        method = _method_name(node)
+        if method == "load_state_dict":
+            for arg in node.args:
+                value = arg.value
+                while isinstance(value, cst.Subscript):
+                    value = value.value
+                if dotted_name(value) == name:
+                    return True
+        elif method in ("eval", "parameters", "state_dict") and dotted_name(node.func.value) == name:
+            return True
+    return False
+
+
+def _later_move(analysis: DeviceAnalysis, scope: cst.CSTNode, model: str, line: int) -> cst.Call | None:
+    """The first move of `model` after `line` in this scope, unless it is rebound first."""
+    moves = []
+    rebinds = []
+    for node in walk_scope(scope):
+        if isinstance(node, cst.Call) and _method_name(node) in _MOVES and dotted_name(node.func.value) == model:
+            value = analysis.value_of(node)
+            if value.source is Source.MOVE and value.device.is_accel or _method_name(node) == "to_empty":
+                moves.append(node)
+        elif isinstance(node, cst.AssignTarget) and dotted_name(node.target) == model:
+            rebinds.append(node)
+    after = [m for m in moves if analysis.line_of(m) > line]
+    if not after:
+        return None
+    first = min(after, key=analysis.line_of)
+    if any(line < analysis.line_of(r) < analysis.line_of(first) for r in rebinds):
+        return None
+    return first
