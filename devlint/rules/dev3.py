@@ -527,7 +527,7 @@ def _later_move(analysis: DeviceAnalysis, scope: cst.CSTNode, model: str, line: 
     for node in walk_scope(scope):
         if isinstance(node, cst.Call) and _method_name(node) in _MOVES and dotted_name(node.func.value) == model:
             value = analysis.value_of(node)
-            if value.source is Source.MOVE and value.device.is_accel or _method_name(node) == "to_empty":
+            if value.origin is node and value.source is Source.MOVE and not value.device.is_cpu:
                 moves.append(node)
         elif isinstance(node, cst.AssignTarget) and dotted_name(node.target) == model:
             rebinds.append(node)
