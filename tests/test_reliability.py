@@ -155,3 +155,25 @@ def test_random_programs_smoke():
         text = "import torch\n" + "\n".join(rng.choice(_LINES) for _ in range(6)) + "\n"
         out = fix_source(text).output
         assert fix_source(out).output == out
+
+
+def test_unreadable_file_is_an_error_and_the_rest_is_checked(tmp_path, monkeypatch, capsys):
+    import builtins
+
+    from devlint import cli
+
+    locked = write(tmp_path, "locked.py", SNIPPET)
+    write(tmp_path, "open.py", SNIPPET)
+    real_open = builtins.open
+
+    def guarded_open(file, *args, **kwargs):
+        if str(file) == str(locked):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", guarded_open)
+    code = cli.main(["--no-cache", "--jobs", "1", str(tmp_path)])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert f"{locked}: cannot read: Permission denied" in captured.err
+    assert "open.py:2:5: DEV102" in captured.out
