@@ -14,7 +14,7 @@ import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 from devlint.analysis.context import FileContext
-from devlint.analysis.tree import children
+from devlint.analysis.tree import child_list
 from devlint.binding import BindingService
 from devlint.config import Config
 from devlint.diagnostics import Diagnostic, Fix, Safety
@@ -137,7 +137,9 @@ def _run_rules(module: cst.Module, path: str, config: Config, errors: list[Inter
                 broken.add(rule)
                 errors.append(InternalError(path, f"{type(err).__name__}: {err}", rule.code))
         stack.append(leave)
-        stack.extend(reversed(list(children(node))))
+        found = child_list(node)
+        found.reverse()
+        stack.extend(found)
     return [r for r in reports if _rule_of(r, broken)]
 
 

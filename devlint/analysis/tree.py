@@ -57,17 +57,26 @@ def _kind(value: object) -> int:
     return kind
 
 
-def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """The node's direct children that can hold code, in source order."""
-    for name in _code_fields(type(node)):
+def child_list(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The node's direct children that can hold code, in source order (the hot path of
+    every walk, hence a list and not a generator)."""
+    found: list[cst.CSTNode] = []
+    kinds = _KINDS
+    for name in _FIELDS.get(type(node)) or _code_fields(type(node)):
         value = getattr(node, name)
-        kind = _kind(value)
+        kind = kinds.get(type(value)) or _kind(value)
         if kind == _NODE:
-            yield value
+            found.append(value)
         elif kind == _SEQUENCE:
             for item in value:
-                if _kind(item) == _NODE:
-                    yield item
+                if (kinds.get(type(item)) or _kind(item)) == _NODE:
+                    found.append(item)
+    return found
+
+
+def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The node's direct children that can hold code, in source order."""
+    return iter(child_list(node))
 
 
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -76,20 +85,26 @@ def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(reversed(list(children(current))))
+        found = child_list(current)
+        found.reverse()
+        stack.extend(found)
 
 
 _SCOPE_NODES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_SCOPE_TYPES = frozenset(_SCOPE_NODES)
 
 
 def walk_scope(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Like `walk`, but does not enter nested functions, classes and lambdas."""
-    stack = list(reversed(list(children(node))))
+    stack = child_list(node)
+    stack.reverse()
     while stack:
         current = stack.pop()
         yield current
-        if not isinstance(current, _SCOPE_NODES):
-            stack.extend(reversed(list(children(current))))
+        if type(current) not in _SCOPE_TYPES:
+            found = child_list(current)
+            found.reverse()
+            stack.extend(found)
 
 
 _BLOCK_FIELDS = ("body", "orelse", "handlers", "finalbody", "cases")
