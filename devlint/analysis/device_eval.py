@@ -121,6 +121,8 @@ class FileModel:
         self._summaries: dict[int, dict[str, AbstractValue]] = {}
         self._registered: dict[int, frozenset[str] | None] = {}
         self._holds_params: dict[int, bool] = {}
+        self._relevant: dict[int, bool] = {}
+        self._relevant_globals: frozenset[str] | None = None
         self._index()
 
     def _index(self) -> None:
@@ -166,8 +168,60 @@ class FileModel:
     def scope(self, function: cst.FunctionDef | cst.Lambda, enclosing: list) -> ScopeResult:
         result = self._scopes.get(id(function))
         if result is None:
-            result = self._scopes[id(function)] = ScopeEvaluator(self, function, enclosing).run()
+            if self.is_relevant(function):
+                result = ScopeEvaluator(self, function, enclosing).run()
+            else:
+                result = ScopeResult()  # every value unknown: nothing to report
+            self._scopes[id(function)] = result
         return result
+
+    # -- the gate: most functions cannot mix devices ----------------------------------
+
+    def is_relevant(self, function: cst.FunctionDef | cst.Lambda, *, building: bool = False) -> bool:
+        """Could interpreting `function` find anything? Only if it builds tensors or
+        modules, moves or syncs them, loads data, or reads a module-level name bound to
+        such a thing. Anything else (most `forward`s: layers applied to their input)
+        leaves every value unknown, so it is not interpreted at all: interpreting every
+        function would cost as much as parsing the file. With `building`, what a method
+        builds (its layers too) matters: the class summary needs it."""
+        key = id(function) * 2 + building
+        known = self._relevant.get(key)
+        if known is None:
+            attributes: frozenset[str] = frozenset()
+            names = _RELEVANT_NAMES
+            cls = self.class_of.get(id(function))
+            if cls is not None and isinstance(function, cst.FunctionDef) and function.params.params:
+                attributes = self._tensor_attributes(cls)
+                if not building and self.is_module_class(cls):
+                    # a module's own layers follow it wherever it is moved: building them
+                    # in `__init__` is nothing to check
+                    names = _RELEVANT_IN_MODULES
+            known = _mentions_sources(function, self._globals_with_sources(), attributes, names)
+            self._relevant[key] = known
+        return known
+
+    def _tensor_attributes(self, cls: cst.ClassDef) -> frozenset[str]:
+        """`self.<attr>`s some method of `cls` (or a local base) builds as a tensor."""
+        key = -id(cls)  # class keys are negative; function keys are 2 * id (+ 1)
+        cached = self._relevant.get(key)
+        if cached is None:
+            names: set[str] = set()
+            for owner in [*self.local_bases(cls), cls]:
+                for method in self._methods(owner):
+                    names.update(_self_attributes_assigned(method, tensors_only=True))
+            self._relevant[key] = cached = frozenset(names)  # type: ignore[assignment]
+        return cached  # type: ignore[return-value]
+
+    def _globals_with_sources(self) -> frozenset[str]:
+        if self._relevant_globals is None:
+            names: set[str] = set()
+            for stmt in self.ctx.module.body:
+                if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                    continue
+                if _mentions_sources(stmt, frozenset()):
+                    names.update(_module_names_bound(stmt))
+            self._relevant_globals = frozenset(names)
+        return self._relevant_globals
 
     def module_scope(self) -> ScopeResult:
         if self._module is None:
@@ -317,9 +371,13 @@ class FileModel:
         joined: dict[str, AbstractValue] = {}
         for cls in [*self.local_bases(node), node]:
             for method in self._methods(cls):
-                result = ScopeEvaluator(self, method, [], phase1=True).run()
-                for key, value in result.assigned.items():
-                    attr = key.split(".", 1)[1]
+                if self.is_relevant(method, building=True):
+                    assigned = ScopeEvaluator(self, method, [], phase1=True).run().assigned
+                    attrs = {key.split(".", 1)[1]: value for key, value in assigned.items()}
+                else:
+                    # not interpreted: whatever it assigns to `self` is unknown
+                    attrs = dict.fromkeys(_self_attributes_assigned(method), UNKNOWN)
+                for attr, value in attrs.items():
                     joined[attr] = joined[attr].join(value) if attr in joined else value
         if self.is_module_class(node):
             registered = self.registered_names(node)
@@ -1503,3 +1561,102 @@ def _expression_children(node: cst.CSTNode):
             yield child
         else:
             yield from _expression_children(child)
+
+
+# Calls whose presence makes a scope worth interpreting: factories, layers and models,
+# data loading, moves, syncs and conversions (by their last name, so aliases match).
+_RELEVANT_NAMES = frozenset(
+    {name.rsplit(".", 1)[-1] for name in (*T.FACTORIES, *T.DATA_FACTORIES, *T.LIKE_FACTORIES, *T.CPU_SOURCES,
+                                          *T.PARAMETER_LAYERS, *T.PARAMETERLESS_LAYERS, *T.OPTIONAL_STATE_LAYERS,
+                                          *T.MODULE_WRAPPERS, *T.WEIGHTED_LOSSES, *T.MODULE_CONTAINERS,
+                                          *T.DATALOADERS, *T.RANDOM_FACTORIES, *T.LEGACY_CPU_TYPES,
+                                          *T.LEGACY_CUDA_TYPES)} - {"range"}  # `torch.range`, not `range`
+    | T.MOVE_METHODS | T.SYNC_METHODS
+    | {"load", "Parameter", "register_buffer", "register_parameter", "set_default_device", "device",
+       "create_model", "from_pretrained", "type", "new_zeros", "new_ones", "new_empty", "new_full",
+       "new_tensor", "prepare", "setup", "numpy", "Tensor"}
+)  # fmt: skip
+
+
+_LAYER_NAMES = frozenset(
+    name.rsplit(".", 1)[-1]
+    for name in (*T.PARAMETER_LAYERS, *T.PARAMETERLESS_LAYERS, *T.OPTIONAL_STATE_LAYERS, *T.MODULE_WRAPPERS,
+                 *T.WEIGHTED_LOSSES, *T.MODULE_CONTAINERS)
+)  # fmt: skip
+_RELEVANT_IN_MODULES = _RELEVANT_NAMES - _LAYER_NAMES - {"Parameter", "register_parameter", "create_model",
+                                                          "from_pretrained"}
+
+_TENSOR_SOURCE_NAMES = frozenset(
+    {name.rsplit(".", 1)[-1] for name in (*T.FACTORIES, *T.DATA_FACTORIES, *T.LIKE_FACTORIES, *T.CPU_SOURCES,
+                                          *T.RANDOM_FACTORIES, *T.LEGACY_CPU_TYPES, *T.LEGACY_CUDA_TYPES)}
+    | {"cpu", "load", "Tensor"}
+)  # fmt: skip
+
+
+def _mentions_sources(
+    node: cst.CSTNode,
+    global_names: frozenset[str] = frozenset(),
+    attributes: frozenset[str] = frozenset(),
+    names: frozenset[str] = _RELEVANT_NAMES,
+) -> bool:
+    """Does `node` call anything in `names`, read one of `global_names`, or read
+    `self.<attr>` for one of `attributes`?"""
+    for child in walk(node):
+        child_type = type(child)
+        if child_type is cst.Call:
+            func = child.func
+            func_type = type(func)
+            if func_type is cst.Attribute:
+                if func.attr.value in names:
+                    return True
+            elif func_type is cst.Name and func.value in names:
+                return True
+        elif child_type is cst.Name:
+            if global_names and child.value in global_names:
+                return True
+        elif child_type is cst.Attribute and attributes and child.attr.value in attributes:
+            return True
+    return False
+
+
+def _module_names_bound(stmt: cst.CSTNode) -> set[str]:
+    names: set[str] = set()
+    for node in [stmt, *walk_scope(stmt)]:
+        if isinstance(node, cst.AssignTarget):
+            names.update(bound_names(node.target))
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.For)):
+            names.update(bound_names(node.target))
+    return names
+
+
+def _self_attributes_assigned(method: cst.FunctionDef, *, tensors_only: bool = False) -> set[str]:
+    """`self.<attr>`s the method assigns; with `tensors_only`, from a value that builds a
+    tensor (a factory, data, a CPU copy), not a submodule."""
+    params = method.params.params
+    if not params:
+        return set()
+    receiver = params[0].name.value
+    found: set[str] = set()
+    for node in walk_scope(method.body):
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+            targets = [node.target]
+        else:
+            continue
+        value = node.value
+        if tensors_only and (value is None or not _mentions_sources(value, names=_TENSOR_SOURCE_NAMES)):
+            continue
+        for element in (part for target in targets for part in _flatten(target)):
+            if (isinstance(element, cst.Attribute) and isinstance(element.value, cst.Name)
+                    and element.value.value == receiver):  # fmt: skip
+                found.add(element.attr.value)
+    return found
+
+
+def _flatten(target: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [part for element in target.elements for part in _flatten(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return _flatten(target.value)
+    return [target]
