@@ -46,11 +46,23 @@ class FileContext:
         self._assigned: set[tuple[int, str]] = set()
         self._torch_names = frozenset(self.imports.aliases)
         self._functions: list[cst.FunctionDef | cst.Lambda] = []
+        self._qualified: dict[int, tuple[cst.CSTNode, str | None]] = {}
 
     # -- names -----------------------------------------------------------------------
 
     def qualify(self, node: cst.BaseExpression) -> str | None:
         """The qualified name of `node` (`torch.cuda.amp.autocast`), honouring shadowing."""
+        node_type = type(node)
+        if node_type is not cst.Name and node_type is not cst.Attribute:
+            return None
+        entry = self._qualified.get(id(node))
+        if entry is not None and entry[0] is node:
+            return entry[1]
+        result = self._qualify(node)
+        self._qualified[id(node)] = (node, result)  # holding the node keeps its id unique
+        return result
+
+    def _qualify(self, node: cst.BaseExpression) -> str | None:
         dotted = dotted_name(node)
         if dotted is None:
             return None

@@ -297,6 +297,8 @@ class DeviceAnalysis:
         """The current scope, then the enclosing ones (decorators and defaults are
         evaluated outside the function that carries them)."""
         functions = self.ctx.functions()
+        if functions and not self.model.is_relevant(functions[0]):
+            return []  # a scope the analysis does not interpret: nothing is known in it
         results = [self.model.scope(f, functions[i + 1 :]) for i, f in enumerate(functions)]
         results.append(self.model.module_scope())
         return results

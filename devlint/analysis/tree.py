@@ -146,15 +146,29 @@ def dotted_name(node: cst.BaseExpression) -> str | None:
     return ".".join(reversed(parts))
 
 
+_STRING_VALUES: dict[str, str | None] = {}
+
+
 def string_value(node: cst.CSTNode) -> str | None:
     """The value of a plain string literal (no f-strings, no implicit concatenation)."""
-    if isinstance(node, cst.SimpleString):
-        try:
-            value = node.evaluated_value
-        except Exception:  # a malformed escape: treat as not a literal
-            return None
-        return value if isinstance(value, str) else None
-    return None
+    if type(node) is not cst.SimpleString:
+        return None
+    raw = node.value
+    if len(raw) > 64:  # docstrings and messages: not device names, and not worth caching
+        return _evaluate(node)
+    if raw not in _STRING_VALUES:
+        if len(_STRING_VALUES) > 100_000:
+            _STRING_VALUES.clear()
+        _STRING_VALUES[raw] = _evaluate(node)
+    return _STRING_VALUES[raw]
+
+
+def _evaluate(node: cst.SimpleString) -> str | None:
+    try:
+        value = node.evaluated_value  # ast.literal_eval: slow, hence the cache above
+    except Exception:  # a malformed escape: treat as not a literal
+        return None
+    return value if isinstance(value, str) else None
 
 
 def int_value(node: cst.CSTNode) -> int | None:

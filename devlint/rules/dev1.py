@@ -483,6 +483,9 @@ _AMP = {
 }
 
 
+_AMP_ATTRIBUTES = frozenset(name.rsplit(".", 1)[-1] for name in _AMP)
+
+
 class DeprecatedCudaAmp(Rule):
     """
     ## What it does
@@ -534,6 +537,8 @@ class DeprecatedCudaAmp(Rule):
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         # a bare reference (`ctx = torch.cuda.amp.autocast`): reported without a fix
+        if node.attr.value not in _AMP_ATTRIBUTES:
+            return  # most attributes: decided without resolving the name
         qualified = self.ctx.qualify(node)
         if qualified not in _AMP:
             return
