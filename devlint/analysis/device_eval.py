@@ -33,7 +33,7 @@ from devlint.analysis.devices import (
 )
 from devlint.analysis.guards import accelerator_type
 from devlint.analysis.names import local_bindings
-from devlint.analysis.tree import bound_names, dotted_name, string_value, walk, walk_scope
+from devlint.analysis.tree import bound_names, dotted_name, statements, string_value, walk, walk_scope
 
 _MAX_LOOP_PASSES = 4
 
@@ -1621,9 +1621,10 @@ def _mentions_sources(
 
 def _module_names_bound(stmt: cst.CSTNode) -> set[str]:
     names: set[str] = set()
-    for node in [stmt, *walk_scope(stmt)]:
-        if isinstance(node, cst.AssignTarget):
-            names.update(bound_names(node.target))
+    for node in [stmt, *statements(stmt, enter_definitions=False)]:
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                names.update(bound_names(target.target))
         elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.For)):
             names.update(bound_names(node.target))
     return names
@@ -1637,7 +1638,7 @@ def _self_attributes_assigned(method: cst.FunctionDef, *, tensors_only: bool = F
         return set()
     receiver = params[0].name.value
     found: set[str] = set()
-    for node in walk_scope(method.body):
+    for node in statements(method.body, enter_definitions=False):
         if isinstance(node, cst.Assign):
             targets = [t.target for t in node.targets]
         elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
