@@ -140,11 +140,8 @@ def _run_rules(module: cst.Module, path: str, config: Config, errors: list[Inter
         found = child_list(node)
         found.reverse()
         stack.extend(found)
-    return [r for r in reports if _rule_of(r, broken)]
-
-
-def _rule_of(report: Report, broken: set[Rule]) -> bool:
-    return all(rule.code != report.code for rule in broken)
+    broken_codes = {rule.code for rule in broken}  # a crashed rule's findings are incomplete
+    return [r for r in reports if r.code not in broken_codes]
 
 
 def _to_diagnostics(reports: list[Report], module: cst.Module, text: str, path: str) -> list[Diagnostic]:

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from devlint.config import Config
 
 _SKIP_DECORATORS = {"skipIf": False, "skipif": False, "skipUnless": True}
-_FUNCTIONS = (cst.FunctionDef, cst.Lambda)
 _BOOKKEEPING = frozenset(
     {cst.Module, cst.IndentedBlock, cst.FunctionDef, cst.ClassDef, cst.Lambda,
      cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For}
@@ -110,12 +109,10 @@ class FileContext:
         return self._functions[::-1]
 
     def enclosing_class(self) -> cst.ClassDef | None:
+        """The innermost class around the current node."""
         for node in reversed(self.ancestors):
             if isinstance(node, cst.ClassDef):
                 return node
-            if isinstance(node, _FUNCTIONS) and node is not self.ancestors[-1]:
-                # a method's class is one function up; a nested function's is not
-                continue
         return None
 
     def top_level_statement(self) -> cst.CSTNode | None:

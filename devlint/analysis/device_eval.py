@@ -32,7 +32,6 @@ from devlint.analysis.devices import (
     join_symbolic,
 )
 from devlint.analysis.guards import accelerator_type
-from devlint.analysis.names import local_bindings
 from devlint.analysis.tree import bound_names, dotted_name, statements, string_value, walk, walk_scope
 
 _MAX_LOOP_PASSES = 4

@@ -138,14 +138,6 @@ def in_compat_fallback(ancestors: list[cst.CSTNode]) -> bool:
     return False
 
 
-def is_device_literal_check(expr: cst.BaseExpression) -> bool:
-    """`x.device.type == "cuda"`-style tests, used to recognise guard assignments."""
-    return isinstance(expr, cst.Comparison) and any(
-        (v := string_value(side)) is not None and accelerator_type(v)
-        for side in (expr.left, *(c.comparator for c in expr.comparisons))
-    )
-
-
 def assigned_guard_names(target: cst.BaseExpression) -> list[str]:
     """`use_cuda = ...` -> ["use_cuda"]; `args.cuda = ...` -> ["cuda"]."""
     if isinstance(target, cst.Name):

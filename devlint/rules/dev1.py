@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from devlint.analysis.guards import accelerator_type, in_compat_fallback
+from devlint.analysis.guards import in_compat_fallback
 from devlint.analysis.literals import VARIABLE, DeviceLiteral, device_literal, is_device_attribute, torch_device_call
 from devlint.analysis.tree import dotted_name, int_value, string_value, walk
 from devlint.rules.base import FixPlan, Replace, Rule
