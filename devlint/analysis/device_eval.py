@@ -8,7 +8,7 @@ the module body and records the value of every expression it evaluates.
 from __future__ import annotations
 
 import re
-
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 import libcst as cst
@@ -195,12 +195,21 @@ class FileModel:
                     # a module's own layers follow it wherever it is moved: building them
                     # in `__init__` is nothing to check
                     names = _RELEVANT_IN_MODULES
-            known = _mentions_sources(function, self._globals_with_sources(), attributes, names)
+            known = _mentions_sources(function, self._globals_with_sources(), attributes, names,
+                                      self._called_names(names))  # fmt: skip
             self._relevant[key] = known
         return known
 
+    def _called_names(self, names: frozenset[str]) -> frozenset[str]:
+        """`names` as called bare: `type(x)` and `range(n)` are the builtins, unless the
+        file imports them from torch."""
+        shadowing = _BUILTIN_NAMESAKES & self.imports.aliases.keys()
+        return names - (_BUILTIN_NAMESAKES - shadowing)
+
     def _tensor_attributes(self, cls: cst.ClassDef) -> frozenset[str]:
-        """`self.<attr>`s some method of `cls` (or a local base) builds as a tensor."""
+        """`self.<attr>`s some method of `cls` (or a local base) builds as a tensor and
+        that stay where they were built: in an nn.Module, what the module owns follows it
+        (see `summary`), so reading it cannot meet a tensor on another device."""
         key = -id(cls)  # class keys are negative; function keys are 2 * id (+ 1)
         cached = self._relevant.get(key)
         if cached is None:
@@ -208,8 +217,28 @@ class FileModel:
             for owner in [*self.local_bases(cls), cls]:
                 for method in self._methods(owner):
                     names.update(_self_attributes_assigned(method, tensors_only=True))
+            if names and self.is_module_class(cls):
+                names = self._unowned(cls, names)
             self._relevant[key] = cached = frozenset(names)  # type: ignore[assignment]
         return cached  # type: ignore[return-value]
+
+    def _unowned(self, cls: cst.ClassDef, names: set[str]) -> set[str]:
+        """The attributes among `names` that `summary` will not treat as owned by module
+        `cls`: not registered, and assigned something other than an `nn.Parameter(...)`
+        at least once."""
+        registered = self.registered_names(cls)
+        if registered is None:
+            return set()  # a registration the analysis cannot read: everything is owned
+        parameters: dict[str, bool] = {}
+        for owner in [*self.local_bases(cls), cls]:
+            for method in self._methods(owner):
+                shadowed = self.ctx.bindings_of(method)
+                for attr, value in _self_assignments(method):
+                    is_parameter = value is not None and isinstance(value, cst.Call) and self.qualify(
+                        value.func, shadowed
+                    ) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
+                    parameters[attr] = parameters.get(attr, True) and is_parameter
+        return {name for name in names if name not in registered and not parameters.get(name, False)}
 
     def _globals_with_sources(self) -> frozenset[str]:
         if self._relevant_globals is None:
@@ -1592,14 +1621,21 @@ _TENSOR_SOURCE_NAMES = frozenset(
 )  # fmt: skip
 
 
+# Bare calls of these are the builtins, not `torch.range` or `Tensor.type`.
+_BUILTIN_NAMESAKES = frozenset({"type", "range"})
+
+
 def _mentions_sources(
     node: cst.CSTNode,
     global_names: frozenset[str] = frozenset(),
     attributes: frozenset[str] = frozenset(),
     names: frozenset[str] = _RELEVANT_NAMES,
+    called: frozenset[str] | None = None,
 ) -> bool:
-    """Does `node` call anything in `names`, read one of `global_names`, or read
-    `self.<attr>` for one of `attributes`?"""
+    """Does `node` call anything in `names` (`called`, when given, for bare-name calls),
+    read one of `global_names`, or read `<x>.<attr>` for one of `attributes`?"""
+    if called is None:
+        called = names
     for child in walk(node):
         child_type = type(child)
         if child_type is cst.Call:
@@ -1608,7 +1644,7 @@ def _mentions_sources(
             if func_type is cst.Attribute:
                 if func.attr.value in names:
                     return True
-            elif func_type is cst.Name and func.value in names:
+            elif func_type is cst.Name and func.value in called:
                 return True
         elif child_type is cst.Name:
             if global_names and child.value in global_names:
@@ -1632,26 +1668,42 @@ def _module_names_bound(stmt: cst.CSTNode) -> set[str]:
 def _self_attributes_assigned(method: cst.FunctionDef, *, tensors_only: bool = False) -> set[str]:
     """`self.<attr>`s the method assigns; with `tensors_only`, from a value that builds a
     tensor (a factory, data, a CPU copy), not a submodule."""
-    params = method.params.params
-    if not params:
-        return set()
-    receiver = params[0].name.value
     found: set[str] = set()
-    for node in statements(method.body, enter_definitions=False):
-        if isinstance(node, cst.Assign):
-            targets = [t.target for t in node.targets]
-        elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
-            targets = [node.target]
-        else:
-            continue
+    for node in _self_assigning_statements(method):
         value = node.value
         if tensors_only and (value is None or not _mentions_sources(value, names=_TENSOR_SOURCE_NAMES)):
             continue
-        for element in (part for target in targets for part in _flatten(target)):
+        found.update(attr for attr, _ in _self_targets(method, node))
+    return found
+
+
+def _self_assignments(method: cst.FunctionDef) -> Iterator[tuple[str, cst.BaseExpression | None]]:
+    """(attr, value) for each `self.<attr> = value` of the method; value is None where the
+    attribute does not get the value as it is (unpacking, `+=`, an annotation alone)."""
+    for node in _self_assigning_statements(method):
+        yield from _self_targets(method, node)
+
+
+def _self_assigning_statements(method: cst.FunctionDef) -> Iterator[cst.Assign | cst.AnnAssign | cst.AugAssign]:
+    if not method.params.params:
+        return
+    for node in statements(method.body, enter_definitions=False):
+        if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            yield node
+
+
+def _self_targets(
+    method: cst.FunctionDef, node: cst.Assign | cst.AnnAssign | cst.AugAssign
+) -> Iterator[tuple[str, cst.BaseExpression | None]]:
+    receiver = method.params.params[0].name.value
+    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+    for target in targets:
+        parts = _flatten(target)
+        direct = len(parts) == 1 and parts[0] is target and not isinstance(node, cst.AugAssign)
+        for element in parts:
             if (isinstance(element, cst.Attribute) and isinstance(element.value, cst.Name)
                     and element.value.value == receiver):  # fmt: skip
-                found.add(element.attr.value)
-    return found
+                yield element.attr.value, node.value if direct else None
 
 
 def _flatten(target: cst.BaseExpression) -> list[cst.BaseExpression]:
