@@ -214,31 +214,49 @@ class FileModel:
         cached = self._relevant.get(key)
         if cached is None:
             names: set[str] = set()
+            called = self._called_names(_TENSOR_SOURCE_NAMES)
             for owner in [*self.local_bases(cls), cls]:
                 for method in self._methods(owner):
-                    names.update(_self_attributes_assigned(method, tensors_only=True))
+                    names.update(_self_attributes_assigned(method, tensors_only=True, called=called))
             if names and self.is_module_class(cls):
                 names = self._unowned(cls, names)
             self._relevant[key] = cached = frozenset(names)  # type: ignore[assignment]
         return cached  # type: ignore[return-value]
 
     def _unowned(self, cls: cst.ClassDef, names: set[str]) -> set[str]:
-        """The attributes among `names` that `summary` will not treat as owned by module
-        `cls`: not registered, and assigned something other than an `nn.Parameter(...)`
-        at least once."""
+        """The attributes among `names` that `summary` may not treat as owned by module
+        `cls`. Owned for sure: registered ones, and those whose assignments join to an
+        nn.Parameter (every one is `nn.Parameter(...)`) or to a value of unknown kind
+        (`nn.Parameter(...)` in one place, `None` in another, or `... if c else None`)."""
         registered = self.registered_names(cls)
         if registered is None:
             return set()  # a registration the analysis cannot read: everything is owned
-        parameters: dict[str, bool] = {}
+        shapes: dict[str, set[str]] = {}
         for owner in [*self.local_bases(cls), cls]:
             for method in self._methods(owner):
+                if "staticmethod" in {dotted_name(d.decorator) for d in method.decorators}:
+                    continue
                 shadowed = self.ctx.bindings_of(method)
                 for attr, value in _self_assignments(method):
-                    is_parameter = value is not None and isinstance(value, cst.Call) and self.qualify(
-                        value.func, shadowed
-                    ) in ("torch.nn.Parameter", "torch.nn.parameter.Parameter")
-                    parameters[attr] = parameters.get(attr, True) and is_parameter
-        return {name for name in names if name not in registered and not parameters.get(name, False)}
+                    shapes.setdefault(attr, set()).add(self._assigned_shape(value, shadowed))
+        owned = set(registered)
+        for attr, found in shapes.items():
+            if found == {"parameter"} or "unknown" in found or {"parameter", "none"} <= found:
+                owned.add(attr)
+        return names - owned
+
+    def _assigned_shape(self, value: cst.BaseExpression | None, shadowed: frozenset[str]) -> str:
+        """"parameter" (`nn.Parameter(...)`), "none" (`None`), "unknown" (one of each
+        under `if ... else`: the kinds disagree), or "any"."""
+        if isinstance(value, cst.Call):
+            qualified = self.qualify(value.func, shadowed)
+            return "parameter" if qualified in ("torch.nn.Parameter", "torch.nn.parameter.Parameter") else "any"
+        if isinstance(value, cst.Name):
+            return "none" if value.value == "None" else "any"
+        if isinstance(value, cst.IfExp):
+            branches = {self._assigned_shape(value.body, shadowed), self._assigned_shape(value.orelse, shadowed)}
+            return "unknown" if branches == {"parameter", "none"} else "any"
+        return "any"
 
     def _globals_with_sources(self) -> frozenset[str]:
         if self._relevant_globals is None:
@@ -1665,13 +1683,17 @@ def _module_names_bound(stmt: cst.CSTNode) -> set[str]:
     return names
 
 
-def _self_attributes_assigned(method: cst.FunctionDef, *, tensors_only: bool = False) -> set[str]:
+def _self_attributes_assigned(
+    method: cst.FunctionDef, *, tensors_only: bool = False, called: frozenset[str] | None = None
+) -> set[str]:
     """`self.<attr>`s the method assigns; with `tensors_only`, from a value that builds a
-    tensor (a factory, data, a CPU copy), not a submodule."""
+    tensor (a factory, data, a CPU copy), not a submodule (`called`: as `_mentions_sources`)."""
     found: set[str] = set()
     for node in _self_assigning_statements(method):
         value = node.value
-        if tensors_only and (value is None or not _mentions_sources(value, names=_TENSOR_SOURCE_NAMES)):
+        if tensors_only and (
+            value is None or not _mentions_sources(value, names=_TENSOR_SOURCE_NAMES, called=called)
+        ):
             continue
         found.update(attr for attr, _ in _self_targets(method, node))
     return found
