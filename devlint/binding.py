@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from devlint.analysis.literals import is_device_attribute
-from devlint.analysis.tree import string_value, walk_scope
+from devlint.analysis.tree import string_value
 from devlint.rules.base import InsertLines, NodeEdit
 
 if TYPE_CHECKING:
@@ -129,7 +129,7 @@ class BindingService:
             return "any"
         values = [
             node.value
-            for node in walk_scope(function.body)
+            for node in self.ctx.tree.walk_scope(function.body)
             if isinstance(node, cst.Assign)
             and any(isinstance(t.target, cst.Name) and t.target.value == self.name for t in node.targets)
         ]
@@ -151,7 +151,7 @@ class BindingService:
                 break
         kinds = [
             self.value_kind(node.value)
-            for node in walk_scope(scope)
+            for node in self.ctx.tree.walk_scope(scope)
             if isinstance(node, cst.Assign)
             and any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets)
         ]
@@ -226,7 +226,7 @@ class BindingService:
             for index, stmt in enumerate(self.ctx.module.body):
                 if any(
                     isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name) and node.target.value == name
-                    for node in walk_scope(stmt)
+                    for node in self.ctx.tree.walk_scope(stmt)
                 ):
                     first = index
                     break
@@ -236,7 +236,7 @@ class BindingService:
     def _module_names(self) -> dict[str, str]:
         """Module-level names and what each holds: "device", "type", "any" or "other"."""
         values: dict[str, list[str]] = {}
-        for node in walk_scope(self.ctx.module):
+        for node in self.ctx.tree.walk_scope(self.ctx.module):
             if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
                 values.setdefault(node.name.value, []).append("other")
             elif isinstance(node, cst.Assign):

@@ -14,7 +14,6 @@ import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 from devlint.analysis.context import FileContext
-from devlint.analysis.tree import child_list
 from devlint.binding import BindingService
 from devlint.config import Config
 from devlint.diagnostics import Diagnostic, Fix, Safety
@@ -120,14 +119,14 @@ def _run_rules(module: cst.Module, path: str, config: Config, errors: list[Inter
     if not dispatch:
         return reports
     broken: set[Rule] = set()
-    leave = object()
-    stack: list = [module]
-    while stack:
-        node = stack.pop()
-        if node is leave:
+    nodes, ends = ctx.tree.nodes, ctx.tree.ends
+    open_ends: list[int] = []  # where each node on the current path ends
+    for index, node in enumerate(nodes):
+        while open_ends and open_ends[-1] <= index:
+            open_ends.pop()
             ctx.leave()
-            continue
         ctx.enter(node)
+        open_ends.append(ends[index])
         for rule, method in dispatch.get(type(node), ()):
             if rule in broken:
                 continue
@@ -136,10 +135,6 @@ def _run_rules(module: cst.Module, path: str, config: Config, errors: list[Inter
             except Exception as err:  # one rule's crash must not stop the others
                 broken.add(rule)
                 errors.append(InternalError(path, f"{type(err).__name__}: {err}", rule.code))
-        stack.append(leave)
-        found = child_list(node)
-        found.reverse()
-        stack.extend(found)
     broken_codes = {rule.code for rule in broken}  # a crashed rule's findings are incomplete
     return [r for r in reports if r.code not in broken_codes]
 

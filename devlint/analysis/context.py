@@ -14,7 +14,7 @@ import libcst as cst
 
 from devlint.analysis.guards import GuardOracle, assigned_guard_names, exits_block
 from devlint.analysis.names import ImportTable, local_bindings
-from devlint.analysis.tree import bound_names, dotted_name
+from devlint.analysis.tree import Tree, bound_names, dotted_name
 
 if TYPE_CHECKING:
     from devlint.config import Config
@@ -31,6 +31,7 @@ class FileContext:
     module: cst.Module
     path: str
     config: Config
+    tree: Tree = field(init=False)
     imports: ImportTable = field(init=False)
     guards: GuardOracle = field(init=False)
     ancestors: list[cst.CSTNode] = field(default_factory=list, init=False)
@@ -38,6 +39,7 @@ class FileContext:
     device_analysis: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self.tree = Tree(self.module)
         self.imports = ImportTable(self.module)
         self.guards = GuardOracle(self.qualify)
         self._guarded: set[int] = set()

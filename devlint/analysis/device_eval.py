@@ -32,7 +32,7 @@ from devlint.analysis.devices import (
     join_symbolic,
 )
 from devlint.analysis.guards import accelerator_type
-from devlint.analysis.tree import bound_names, dotted_name, statements, string_value, walk, walk_scope
+from devlint.analysis.tree import Tree, bound_names, dotted_name, statements, string_value
 
 _MAX_LOOP_PASSES = 4
 
@@ -195,7 +195,7 @@ class FileModel:
                     # a module's own layers follow it wherever it is moved: building them
                     # in `__init__` is nothing to check
                     names = _RELEVANT_IN_MODULES
-            known = _mentions_sources(function, self._globals_with_sources(), attributes, names,
+            known = _mentions_sources(self.ctx.tree, function, self._globals_with_sources(), attributes, names,
                                       self._called_names(names))  # fmt: skip
             self._relevant[key] = known
         return known
@@ -217,7 +217,12 @@ class FileModel:
             called = self._called_names(_TENSOR_SOURCE_NAMES)
             for owner in [*self.local_bases(cls), cls]:
                 for method in self._methods(owner):
-                    names.update(_self_attributes_assigned(method, tensors_only=True, called=called))
+                    for node in _self_assigning_statements(method):
+                        value = node.value
+                        if value is not None and _mentions_sources(
+                            self.ctx.tree, value, names=_TENSOR_SOURCE_NAMES, called=called
+                        ):
+                            names.update(attr for attr, _ in _self_targets(method, node))
             if names and self.is_module_class(cls):
                 names = self._unowned(cls, names)
             self._relevant[key] = cached = frozenset(names)  # type: ignore[assignment]
@@ -264,7 +269,7 @@ class FileModel:
             for stmt in self.ctx.module.body:
                 if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                     continue
-                if _mentions_sources(stmt, frozenset()):
+                if _mentions_sources(self.ctx.tree, stmt, frozenset()):
                     names.update(_module_names_bound(stmt))
             self._relevant_globals = frozenset(names)
         return self._relevant_globals
@@ -319,7 +324,7 @@ class FileModel:
         if id(node) in self._registered:
             return self._registered[id(node)]
         names: set[str] | None = set()
-        for child in walk(node):
+        for child in self.ctx.tree.walk(node):
             if (
                 isinstance(child, cst.Call)
                 and isinstance(child.func, cst.Attribute)
@@ -353,7 +358,7 @@ class FileModel:
         answer = any(
             (self.qualify(arg.value, frozenset()) or "").startswith(T.MODEL_CLASS_PACKAGES) for arg in node.bases
         )
-        for child in walk(node) if not answer else ():
+        for child in self.ctx.tree.walk(node) if not answer else ():
             if isinstance(child, cst.Call):
                 qualified = self.qualify(child.func, frozenset()) or ""
                 if qualified in T.PARAMETER_LAYERS or qualified == "torch.nn.Parameter":
@@ -386,7 +391,7 @@ class FileModel:
         for method in self._methods(node):
             params = method.params.params
             self_name = params[0].name.value if params else None
-            for child in walk(method.body):
+            for child in self.ctx.tree.walk(method.body):
                 if not isinstance(child, cst.Call):
                     continue
                 func = child.func
@@ -499,7 +504,7 @@ class ScopeEvaluator:
         wanted = {p.name.value: p for p in params}
         methods = {m.name.value for c in [self.cls, *self.model.local_bases(self.cls)] for m in self.model._methods(c)}
         found: dict[str, cst.Param] = {}
-        for node in walk_scope(function.body):
+        for node in self.model.ctx.tree.walk_scope(function.body):
             if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
                 name = node.value.value
                 if name in wanted and node.attr.value in T.TENSOR_USE_ATTRS:
@@ -558,7 +563,7 @@ class ScopeEvaluator:
 
     def _opaque_statement(self, stmt: cst.CSTNode, state: State) -> State:
         """A statement the analysis does not model: whatever it binds becomes unknown."""
-        for node in walk(stmt):
+        for node in self.model.ctx.tree.walk(stmt):
             target = None
             if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor)):
                 target = node.target
@@ -1644,6 +1649,7 @@ _BUILTIN_NAMESAKES = frozenset({"type", "range"})
 
 
 def _mentions_sources(
+    tree: Tree,
     node: cst.CSTNode,
     global_names: frozenset[str] = frozenset(),
     attributes: frozenset[str] = frozenset(),
@@ -1654,7 +1660,7 @@ def _mentions_sources(
     read one of `global_names`, or read `<x>.<attr>` for one of `attributes`?"""
     if called is None:
         called = names
-    for child in walk(node):
+    for child in tree.walk(node):
         child_type = type(child)
         if child_type is cst.Call:
             func = child.func
@@ -1683,20 +1689,9 @@ def _module_names_bound(stmt: cst.CSTNode) -> set[str]:
     return names
 
 
-def _self_attributes_assigned(
-    method: cst.FunctionDef, *, tensors_only: bool = False, called: frozenset[str] | None = None
-) -> set[str]:
-    """`self.<attr>`s the method assigns; with `tensors_only`, from a value that builds a
-    tensor (a factory, data, a CPU copy), not a submodule (`called`: as `_mentions_sources`)."""
-    found: set[str] = set()
-    for node in _self_assigning_statements(method):
-        value = node.value
-        if tensors_only and (
-            value is None or not _mentions_sources(value, names=_TENSOR_SOURCE_NAMES, called=called)
-        ):
-            continue
-        found.update(attr for attr, _ in _self_targets(method, node))
-    return found
+def _self_attributes_assigned(method: cst.FunctionDef) -> set[str]:
+    """`self.<attr>`s the method assigns."""
+    return {attr for attr, _ in _self_assignments(method)}
 
 
 def _self_assignments(method: cst.FunctionDef) -> Iterator[tuple[str, cst.BaseExpression | None]]:

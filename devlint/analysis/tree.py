@@ -2,13 +2,14 @@
 
 libcst's own visitor dispatches through `visit_*`/`leave_*` lookups on every node,
 whitespace included, and costs about as much as parsing. devlint walks only the fields
-that can hold code, which is an order of magnitude cheaper.
+that can hold code, which is an order of magnitude cheaper, and only once per file:
+`Tree` lists the nodes in source order, and every later walk is a slice of that list.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
@@ -92,6 +93,83 @@ def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 
 _SCOPE_NODES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _SCOPE_TYPES = frozenset(_SCOPE_NODES)
+
+
+class Tree:
+    """Every code-bearing node of one module in source order, from a single traversal.
+
+    The subtree of `nodes[i]` is `nodes[i:ends[i]]`, so walking any part of the file
+    again (the engine's dispatch, the analysis' scans) is a slice, not a traversal. A
+    node built after parsing (not in the module) is walked the ordinary way.
+    """
+
+    __slots__ = ("nodes", "ends", "_positions")
+
+    def __init__(self, root: cst.CSTNode) -> None:
+        nodes: list[cst.CSTNode] = []
+        ends: list[int] = []
+        stack: list = [root]
+        while stack:
+            item = stack.pop()
+            if item.__class__ is int:  # the subtree opened at `item` is complete
+                ends[item] = len(nodes)
+                continue
+            index = len(nodes)
+            nodes.append(item)
+            ends.append(index + 1)
+            found = child_list(item)
+            if found:
+                stack.append(index)
+                found.reverse()
+                stack.extend(found)
+        self.nodes = nodes
+        self.ends = ends
+        self._positions: dict[int, int] | None = None
+
+    def _position(self, node: cst.CSTNode) -> int | None:
+        positions = self._positions
+        if positions is None:
+            # the tree holds every node it lists, so their ids stay unique
+            positions = self._positions = {id(n): i for i, n in enumerate(self.nodes)}
+        return positions.get(id(node))
+
+    def walk(self, node: cst.CSTNode) -> Sequence[cst.CSTNode]:
+        """Every code-bearing node under `node` (itself included), in source order."""
+        index = self._position(node)
+        if index is None:
+            return list(walk(node))
+        return self.nodes[index : self.ends[index]]
+
+    def functions(self, root: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]]:
+        """Every function and lambda under `root`, with the functions around it (innermost
+        first)."""
+        index = self._position(root)
+        tree = self if index is not None else Tree(root)
+        nodes, ends = tree.nodes, tree.ends
+        index = index if index is not None else 0
+        around: list[tuple[int, cst.CSTNode]] = []  # (end, function) on the current path
+        for position in range(index + 1, ends[index]):
+            while around and around[-1][0] <= position:
+                around.pop()
+            node = nodes[position]
+            if node.__class__ is cst.FunctionDef or node.__class__ is cst.Lambda:
+                yield node, tuple(function for _, function in reversed(around))
+                around.append((ends[position], node))
+
+    def walk_scope(self, node: cst.CSTNode) -> Sequence[cst.CSTNode]:
+        """Like `walk`, without `node` itself and without entering nested functions,
+        classes and lambdas."""
+        index = self._position(node)
+        if index is None:
+            return list(walk_scope(node))
+        nodes, ends, scopes = self.nodes, self.ends, _SCOPE_TYPES
+        found = []
+        position, stop = index + 1, ends[index]
+        while position < stop:
+            current = nodes[position]
+            found.append(current)
+            position = ends[position] if current.__class__ in scopes else position + 1
+        return found
 
 
 def walk_scope(node: cst.CSTNode) -> Iterator[cst.CSTNode]:

@@ -8,7 +8,7 @@ import libcst as cst
 
 from devlint.analysis.guards import in_compat_fallback
 from devlint.analysis.literals import VARIABLE, DeviceLiteral, device_literal, is_device_attribute, torch_device_call
-from devlint.analysis.tree import dotted_name, int_value, string_value, walk
+from devlint.analysis.tree import dotted_name, int_value, string_value
 from devlint.rules.base import FixPlan, Replace, Rule
 
 _PARALLEL = frozenset(
@@ -196,7 +196,7 @@ class CudaMethod(Rule):
             self._own_cuda_method = any(
                 isinstance(node, cst.ClassDef)
                 and any(isinstance(s, cst.FunctionDef) and s.name.value == "cuda" for s in node.body.body)
-                for node in walk(self.ctx.module)
+                for node in self.ctx.tree.nodes
             )
         return self._own_cuda_method
 

@@ -6,7 +6,7 @@ import libcst as cst
 
 from devlint.analysis import device_tables
 from devlint.analysis.devices import Conflict, DeviceAnalysis, Kind, Operand, Source
-from devlint.analysis.tree import dotted_name, walk
+from devlint.analysis.tree import Tree, dotted_name
 from devlint.rules.base import FixPlan, InsertAfter, InsertBefore, Replace, Rule
 
 
@@ -76,7 +76,7 @@ class MixedDevices(Rule):
         origin = cpu.origin
         if origin is not None and not analysis.in_current_scope(origin):
             cls = self.ctx.enclosing_class()
-            if cls is not None and analysis.is_module_class(cls) and _inside(origin, cls):
+            if cls is not None and analysis.is_module_class(cls) and _inside(self.ctx.tree, origin, cls):
                 return True  # DEV204: a tensor attribute the module does not own
         return False
 
@@ -298,7 +298,7 @@ class UnregisteredModuleTensor(Rule):
         params = method.params.params
         if not params or params[0].name.value != target.value.value:
             return
-        if not _runs_at_construction(method, cls):
+        if not _runs_at_construction(self.ctx.tree, method, cls):
             return
         value = analysis.value_of(value_node)
         if not value.is_tensor or value.is_parameter:
@@ -309,7 +309,7 @@ class UnregisteredModuleTensor(Rule):
         registered = analysis.registered_names(cls)
         if registered is None or attr in registered:
             return
-        if _other_assignments(cls, target.value.value, attr, node):
+        if _other_assignments(self.ctx.tree, cls, target.value.value, attr, node):
             return  # managed by the class itself (a cache rebuilt or moved elsewhere)
         self_name = target.value.value
         message = (
@@ -335,18 +335,18 @@ def _describe(analysis: DeviceAnalysis, operand: Operand) -> str:
     return text
 
 
-def _inside(node: cst.CSTNode, container: cst.CSTNode) -> bool:
-    return any(n is node for n in walk(container))
+def _inside(tree: Tree, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+    return any(n is node for n in tree.walk(container))
 
 
-def _runs_at_construction(method: cst.FunctionDef, cls: cst.ClassDef) -> bool:
+def _runs_at_construction(tree: Tree, method: cst.FunctionDef, cls: cst.ClassDef) -> bool:
     """`__init__`, or a method `__init__` calls as `self.<name>(...)`."""
     name = method.name.value
     if name == "__init__":
         return True
     for candidate in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
         if isinstance(candidate, cst.FunctionDef) and candidate.name.value == "__init__":
-            for node in walk(candidate.body):
+            for node in tree.walk(candidate.body):
                 if (
                     isinstance(node, cst.Call)
                     and isinstance(node.func, cst.Attribute)
@@ -357,13 +357,13 @@ def _runs_at_construction(method: cst.FunctionDef, cls: cst.ClassDef) -> bool:
     return False
 
 
-def _other_assignments(cls: cst.ClassDef, self_name: str, attr: str, node: cst.CSTNode) -> list:
+def _other_assignments(tree: Tree, cls: cst.ClassDef, self_name: str, attr: str, node: cst.CSTNode) -> list:
     """(method, value) of every other `self.<attr> = value` in the class's methods."""
     found = []
     for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
         if not isinstance(stmt, cst.FunctionDef):
             continue
-        for child in walk(stmt.body):
+        for child in tree.walk(stmt.body):
             if child is node:
                 continue
             targets: list = []

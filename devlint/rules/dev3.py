@@ -13,7 +13,7 @@ import libcst as cst
 
 from devlint.analysis import device_tables
 from devlint.analysis.devices import Conflict, Device, DeviceAnalysis, Source
-from devlint.analysis.tree import bound_names, children, dotted_name, walk, walk_scope
+from devlint.analysis.tree import Tree, bound_names, children, dotted_name
 from devlint.rules.base import FixPlan, InsertAfter, InsertBefore, Rule
 
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
@@ -72,7 +72,9 @@ class ModelLeftOnCpu(Rule):
         here = self._scope()
         key = _assigned_key(self.ctx, node)
         for conflict, scope in self._uses_of(analysis).get(id(node), ()):
-            if scope is not here and (key is None or _touched_elsewhere(self._neighbourhood(key), key, here)):
+            if scope is not here and (
+                key is None or _touched_elsewhere(self.ctx.tree, self._neighbourhood(key), key, here)
+            ):
                 continue  # another function may have moved it first
             self._report(analysis, node, conflict, same_scope=scope is here)
             return
@@ -110,7 +112,7 @@ class ModelLeftOnCpu(Rule):
         """Module conflicts of the whole file, by the construction of the CPU model."""
         if self._uses is None:
             uses: dict[int, list[tuple[Conflict, cst.CSTNode]]] = {}
-            for scope, enclosing in _scopes(self.ctx.module):
+            for scope, enclosing in _scopes(self.ctx.tree, self.ctx.module):
                 for conflict in analysis.scope(scope, enclosing).conflicts.values():
                     cpu = conflict.cpu.value
                     if conflict.kind == "module" and cpu.is_module and cpu.source is Source.CONSTRUCTION:
@@ -162,7 +164,7 @@ class BatchLeftOnCpu(Rule):
         analysis = DeviceAnalysis.of(self.ctx)
         functions = self.ctx.functions()
         result = analysis.scope(functions[0] if functions else self.ctx.module, tuple(functions[1:]))
-        inside = {id(n) for n in walk(node.body)}
+        inside = {id(n) for n in self.ctx.tree.walk(node.body)}
         for conflict in result.conflicts.values():
             cpu = conflict.cpu.value
             if cpu.source is not Source.LOADER or id(conflict.node) not in inside:
@@ -258,7 +260,7 @@ class LoadWithoutMapLocation(Rule):
             name = dotted_name(parent.targets[0].target)
             functions = self.ctx.functions()
             scope = functions[0].body if functions else self.ctx.module
-            return name is not None and _used_as_checkpoint(scope, name)
+            return name is not None and _used_as_checkpoint(self.ctx.tree, scope, name)
         return False
 
 
@@ -305,7 +307,7 @@ class OptimizerBeforeMove(Rule):
             return
         models = {
             key
-            for call in walk(params.value)
+            for call in self.ctx.tree.walk(params.value)
             if isinstance(call, cst.Call) and _method_name(call) in ("parameters", "named_parameters")
             for key in [dotted_name(call.func.value)]
             if key is not None
@@ -328,19 +330,11 @@ class OptimizerBeforeMove(Rule):
 # -- helpers ---------------------------------------------------------------------------
 
 
-def _scopes(module: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, tuple]]:
+def _scopes(tree: Tree, module: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, tuple]]:
     """The module (or a class) and every function in it, each with its enclosing
     functions (innermost first)."""
     yield module, ()
-    stack: list[tuple[cst.CSTNode, tuple]] = [(module, ())]
-    while stack:
-        node, enclosing = stack.pop()
-        for child in children(node):
-            if isinstance(child, (cst.FunctionDef, cst.Lambda)):
-                yield child, enclosing
-                stack.append((child, (child, *enclosing)))
-            else:
-                stack.append((child, enclosing))
+    yield from tree.functions(module)
 
 
 def _assigned_key(ctx, node: cst.Call) -> str | None:
@@ -351,13 +345,13 @@ def _assigned_key(ctx, node: cst.Call) -> str | None:
     return None
 
 
-def _touched_elsewhere(within: cst.CSTNode, key: str, here: cst.CSTNode) -> bool:
+def _touched_elsewhere(tree: Tree, within: cst.CSTNode, key: str, here: cst.CSTNode) -> bool:
     """Does a function in `within`, other than `here`, move `key`, pass it on, or
     rebind it globally?"""
-    for scope, _ in _scopes(within):
+    for scope, _ in _scopes(tree, within):
         if scope is here or scope is within:
             continue
-        for node in walk(scope):
+        for node in tree.walk(scope):
             if isinstance(node, cst.Global) and any(n.name.value == key for n in node.names):
                 return True
             if isinstance(node, cst.Call):
@@ -408,7 +402,7 @@ def _visible(ctx, name: str) -> bool:
     for stmt in ctx.module.body:
         if stmt is top:
             return False
-        for node in walk_scope(stmt):
+        for node in ctx.tree.walk_scope(stmt):
             target = None
             if isinstance(node, cst.AssignTarget):
                 target = node.target
@@ -502,9 +496,9 @@ def _indentation(ctx, body: cst.IndentedBlock) -> str:
     return indent + (body.indent if body.indent is not None else default)
 
 
-def _used_as_checkpoint(scope: cst.CSTNode, name: str) -> bool:
+def _used_as_checkpoint(tree: Tree, scope: cst.CSTNode, name: str) -> bool:
     """Is `name` given to `load_state_dict` (itself or an entry), or used as a model?"""
-    for node in walk_scope(scope):
+    for node in tree.walk_scope(scope):
         if not isinstance(node, cst.Call):
             continue
         method = _method_name(node)
@@ -524,7 +518,7 @@ def _later_move(analysis: DeviceAnalysis, scope: cst.CSTNode, model: str, line: 
     """The first move of `model` after `line` in this scope, unless it is rebound first."""
     moves = []
     rebinds = []
-    for node in walk_scope(scope):
+    for node in analysis.ctx.tree.walk_scope(scope):
         if isinstance(node, cst.Call) and _method_name(node) in _MOVES and dotted_name(node.func.value) == model:
             value = analysis.value_of(node)
             if value.origin is node and value.source is Source.MOVE and not value.device.is_cpu:

@@ -6,7 +6,7 @@ import libcst as cst
 
 from devlint.analysis import device_tables
 from devlint.analysis.devices import AbstractValue, DeviceAnalysis, Source
-from devlint.analysis.tree import bound_names, dotted_name, walk_scope
+from devlint.analysis.tree import Tree, bound_names, dotted_name
 from devlint.rules.base import FixPlan, Replace, Rule
 
 _LOOPS = (cst.For, cst.While)
@@ -183,7 +183,7 @@ class TransferInLoop(Rule):
         moved = analysis.value_of(node)
         if not (tensor.is_tensor and tensor.device.is_cpu and moved.origin is node and moved.source is Source.MOVE):
             return
-        if moved.device.is_cpu or _changes_in(loop, name):
+        if moved.device.is_cpu or _changes_in(self.ctx.tree, loop, name):
             return
         message = f"`{analysis.code(node, 50)}` copies the same tensor to {_where(moved).removeprefix('on ')} on every iteration: move it once, before the loop"
         self.report(node, message)
@@ -225,12 +225,12 @@ def _device_argument(call: cst.Call) -> cst.BaseExpression | None:
     return arg.value
 
 
-def _changes_in(loop: cst.For | cst.While, name: str) -> bool:
+def _changes_in(tree: Tree, loop: cst.For | cst.While, name: str) -> bool:
     """Is `name` rebound, or written in place, anywhere in the loop?"""
     head = name.split(".", 1)[0]
     if isinstance(loop, cst.For) and (head in set(bound_names(loop.target)) or dotted_name(loop.target) == name):
         return True
-    for node in walk_scope(loop):
+    for node in tree.walk_scope(loop):
         target = None
         if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
             target = node.target
