@@ -44,3 +44,24 @@ def test_flake8_dev4_is_off_by_default(tmp_path, run):
     result = run("flake8", str(path))
     assert "DEV4" not in result.stdout
     assert "DEV101" in result.stdout
+
+
+def test_rules_flake8_would_discard_are_not_run(monkeypatch):
+    from flake8.main.options import register_default_options
+    from flake8.options.manager import OptionManager
+
+    from devlint.flake8_plugin import Plugin
+
+    manager = OptionManager(version="0", plugin_versions="", parents=[], formatter_names=[])
+    register_default_options(manager)
+    Plugin.add_options(manager)
+    monkeypatch.setattr(Plugin, "_discarded", ())
+    monkeypatch.setattr(Plugin, "_configs", {})
+    options = manager.parse_args(["--select", "DEV1", "--ignore", "DEV102"])
+    options.extended_default_ignore = manager.extended_default_ignore  # as flake8's aggregator does
+    options.extended_default_select = manager.extended_default_select
+    Plugin.parse_options(options)
+    assert "DEV102" in Plugin._discarded and "DEV201" in Plugin._discarded and "DEV401" in Plugin._discarded
+    assert "DEV101" not in Plugin._discarded
+    reported = [message.split()[0] for *_, message, _ in Plugin(None, "t.py", SOURCE.splitlines(True)).run()]
+    assert set(reported) == {"DEV101", "DEV104", "DEV106"}  # `# noqa` is flake8's to apply

@@ -186,7 +186,19 @@ def walk_scope(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 
 
 _BLOCK_FIELDS = ("body", "orelse", "handlers", "finalbody", "cases")
-_DEFINITIONS = (cst.FunctionDef, cst.ClassDef)
+_DEFINITIONS = frozenset({cst.FunctionDef, cst.ClassDef})
+_BLOCKS: dict[type, tuple[str, ...]] = {}
+
+
+def _block_fields(node_type: type) -> tuple[str, ...]:
+    """The fields of a node type that hold statements (not a lambda's expression body)."""
+    names = _BLOCKS.get(node_type)
+    if names is None:
+        fields = {f.name: f.type for f in dataclasses.fields(node_type)} if dataclasses.is_dataclass(node_type) else {}
+        names = _BLOCKS[node_type] = tuple(
+            name for name in _BLOCK_FIELDS if name in fields and not issubclass(node_type, cst.BaseExpression)
+        )
+    return names
 
 
 def statements(node: cst.CSTNode, *, enter_definitions: bool = True) -> Iterator[cst.CSTNode]:
@@ -194,22 +206,25 @@ def statements(node: cst.CSTNode, *, enter_definitions: bool = True) -> Iterator
     order, without visiting a single expression: far cheaper than `walk` when only
     statements matter (imports, assignments)."""
     stack = [node]
+    kinds = _KINDS
     while stack:
         current = stack.pop()
+        current_type = type(current)
         if current is not node:
             yield current
-            if not enter_definitions and isinstance(current, _DEFINITIONS):
+            if not enter_definitions and current_type in _DEFINITIONS:
                 continue
         found: list = []
-        for name in _BLOCK_FIELDS:
-            value = getattr(current, name, None)
-            if value is None or isinstance(value, cst.BaseExpression):
-                continue  # a lambda's or an expression's "body"
-            if isinstance(value, (tuple, list)):
+        for name in _BLOCKS.get(current_type) or _block_fields(current_type):
+            value = getattr(current, name)
+            kind = kinds.get(type(value)) or _kind(value)
+            if kind == _SEQUENCE:
                 found.extend(value)
-            else:
+            elif kind == _NODE:
                 found.append(value)
-        stack.extend(reversed(found))
+        if found:
+            found.reverse()
+            stack.extend(found)
 
 
 def dotted_name(node: cst.BaseExpression) -> str | None:

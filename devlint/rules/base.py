@@ -144,11 +144,21 @@ class Rule:
 
 def visitors(rule: Rule) -> dict[type, object]:
     """`{cst.Call: rule.visit_Call, ...}` for the node types the rule visits."""
-    table = {}
-    for attr in dir(type(rule)):
-        if attr.startswith("visit_"):
-            node_type = getattr(cst, attr[len("visit_") :], None)
-            if node_type is None:
-                raise TypeError(f"{type(rule).__name__}.{attr}: no libcst node {attr[6:]}")
-            table[node_type] = getattr(rule, attr)
+    return {node_type: getattr(rule, attr) for node_type, attr in _visitor_names(type(rule)).items()}
+
+
+_VISITOR_NAMES: dict[type, dict[type, str]] = {}
+
+
+def _visitor_names(rule_type: type[Rule]) -> dict[type, str]:
+    table = _VISITOR_NAMES.get(rule_type)
+    if table is None:
+        table = {}
+        for attr in dir(rule_type):
+            if attr.startswith("visit_"):
+                node_type = getattr(cst, attr[len("visit_") :], None)
+                if node_type is None:
+                    raise TypeError(f"{rule_type.__name__}.{attr}: no libcst node {attr[6:]}")
+                table[node_type] = attr
+        _VISITOR_NAMES[rule_type] = table
     return table
