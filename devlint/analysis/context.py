@@ -8,6 +8,7 @@ never walk the tree themselves.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
@@ -48,6 +49,8 @@ class FileContext:
         self._torch_names = frozenset(self.imports.aliases)
         self._functions: list[cst.FunctionDef | cst.Lambda] = []
         self._qualified: dict[int, tuple[cst.CSTNode, str | None]] = {}
+        self._answers_for: cst.CSTNode | None = None
+        self._answers: dict[str, Any] = {}
 
     # -- names -----------------------------------------------------------------------
 
@@ -72,6 +75,17 @@ class FileContext:
             return None
         shadowed = frozenset({head}) if self.is_local(head) else frozenset()
         return self.imports.qualify(node, shadowed)
+
+    def answer(self, node: cst.CSTNode, question: str, compute: Callable[[], Any]) -> Any:
+        """`compute()`, asked once per node: several rules ask the same question of the
+        node the walk stands on."""
+        if self._answers_for is not node:
+            self._answers_for = node
+            self._answers = {}
+        answers = self._answers
+        if question not in answers:
+            answers[question] = compute()
+        return answers[question]
 
     def is_local(self, name: str) -> bool:
         """Is `name` bound (by other than an import) in one of the enclosing functions?"""
@@ -109,6 +123,9 @@ class FileContext:
     def functions(self) -> list[cst.FunctionDef | cst.Lambda]:
         """Enclosing functions, innermost first."""
         return self._functions[::-1]
+
+    def innermost_function(self) -> cst.FunctionDef | cst.Lambda | None:
+        return self._functions[-1] if self._functions else None
 
     def enclosing_class(self) -> cst.ClassDef | None:
         """The innermost class around the current node."""

@@ -32,7 +32,9 @@ from devlint.analysis.devices import (
     join_symbolic,
 )
 from devlint.analysis.guards import accelerator_type
-from devlint.analysis.tree import Tree, bound_names, dotted_name, statements, string_value
+from devlint.analysis.tree import (
+    Tree, bound_names, code_of_name, dotted_name, is_expression, statements, string_value,
+)  # fmt: skip
 
 _MAX_LOOP_PASSES = 4
 
@@ -592,7 +594,7 @@ class ScopeEvaluator:
             self.aug_assign(node, state)
         elif isinstance(node, (cst.Return, cst.Raise)):
             for child in (getattr(node, "value", None), getattr(node, "exc", None), getattr(node, "cause", None)):
-                if isinstance(child, cst.BaseExpression):
+                if child is not None and is_expression(child):
                     self.eval(child, state)
                 elif isinstance(child, cst.From):
                     self.eval(child.item, state)
@@ -1166,7 +1168,7 @@ class ScopeEvaluator:
     # -- torch.* -----------------------------------------------------------------------
 
     def _torch_call(self, qualified: str, node: cst.Call, args: list[AbstractValue], state: State) -> AbstractValue:
-        short = self.model.ctx.module.code_for_node(node.func)
+        short = code_of_name(node.func, self.model.ctx.module)
         if qualified in T.FACTORIES:
             return self._factory(qualified, short, node, args, state)
         if qualified in T.LIKE_FACTORIES:
@@ -1559,7 +1561,7 @@ def _suites(stmt: cst.CSTNode) -> list[cst.BaseSuite]:
     suites = []
     for name in ("body", "orelse", "finalbody"):
         part = getattr(stmt, name, None)
-        if isinstance(part, cst.BaseSuite):
+        if type(part) is cst.IndentedBlock or type(part) is cst.SimpleStatementSuite:
             suites.append(part)
         elif isinstance(part, (cst.Else, cst.Finally)):
             suites.append(part.body)
@@ -1608,7 +1610,7 @@ def _expression_children(node: cst.CSTNode):
     from devlint.analysis.tree import children
 
     for child in children(node):
-        if isinstance(child, cst.BaseExpression):
+        if is_expression(child):
             yield child
         else:
             yield from _expression_children(child)

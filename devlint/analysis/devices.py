@@ -213,6 +213,8 @@ class DeviceAnalysis:
         self.ctx = ctx
         self.model = FileModel(ctx)
         self._lines: dict[int, int] | None = None
+        # the answer of `_results` for each innermost function (None: the module body)
+        self._results_by_scope: dict[int, tuple[cst.CSTNode | None, list[ScopeResult]]] = {}
 
     @classmethod
     def of(cls, ctx: FileContext) -> DeviceAnalysis:
@@ -296,11 +298,18 @@ class DeviceAnalysis:
     def _results(self) -> list[ScopeResult]:
         """The current scope, then the enclosing ones (decorators and defaults are
         evaluated outside the function that carries them)."""
+        innermost = self.ctx.innermost_function()
+        key = id(innermost)
+        cached = self._results_by_scope.get(key)
+        if cached is not None and cached[0] is innermost:
+            return cached[1]
         functions = self.ctx.functions()
         if functions and not self.model.is_relevant(functions[0]):
-            return []  # a scope the analysis does not interpret: nothing is known in it
-        results = [self.model.scope(f, functions[i + 1 :]) for i, f in enumerate(functions)]
-        results.append(self.model.module_scope())
+            results = []  # a scope the analysis does not interpret: nothing is known in it
+        else:
+            results = [self.model.scope(f, functions[i + 1 :]) for i, f in enumerate(functions)]
+            results.append(self.model.module_scope())
+        self._results_by_scope[key] = (innermost, results)
         return results
 
 

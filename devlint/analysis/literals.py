@@ -76,6 +76,10 @@ def torch_device_call(ctx: FileContext, node: cst.CSTNode) -> tuple[str, str, in
 def device_literal(ctx: FileContext, node: cst.CSTNode) -> DeviceLiteral | None:
     """If `node` (the current node of the walk) is an accelerator literal in a device
     position, describe it. Strings inside `torch.device(...)` are described by the call."""
+    return ctx.answer(node, "device_literal", lambda: _device_literal(ctx, node))
+
+
+def _device_literal(ctx: FileContext, node: cst.CSTNode) -> DeviceLiteral | None:
     if isinstance(node, cst.SimpleString):
         literal = string_value(node)
         if literal is None or accelerator_type(literal) is None:

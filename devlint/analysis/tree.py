@@ -227,6 +227,36 @@ def statements(node: cst.CSTNode, *, enter_definitions: bool = True) -> Iterator
             stack.extend(found)
 
 
+_EXPRESSIONS: dict[type, bool] = {}
+
+
+def is_expression(node: cst.CSTNode) -> bool:
+    """`isinstance(node, cst.BaseExpression)`, without an ABC check on every call."""
+    node_type = type(node)
+    answer = _EXPRESSIONS.get(node_type)
+    if answer is None:
+        answer = _EXPRESSIONS[node_type] = isinstance(node, cst.BaseExpression)
+    return answer
+
+
+def code_of_name(node: cst.BaseExpression, module: cst.Module) -> str:
+    """The code of `node`, as `module.code_for_node` writes it; a plain `a.b.c` (no
+    parentheses, no spaces) is spelled without generating code."""
+    current = node
+    while type(current) is cst.Attribute:
+        dot = current.dot
+        if current.lpar or not (_is_empty(dot.whitespace_before) and _is_empty(dot.whitespace_after)):
+            return module.code_for_node(node)
+        current = current.value
+    if type(current) is not cst.Name or current.lpar:
+        return module.code_for_node(node)
+    return dotted_name(node)  # type: ignore[return-value]
+
+
+def _is_empty(whitespace: object) -> bool:
+    return type(whitespace) is cst.SimpleWhitespace and whitespace.value == ""
+
+
 def dotted_name(node: cst.BaseExpression) -> str | None:
     """`a.b.c` for a chain of names and attributes, else None."""
     parts = []
@@ -257,6 +287,11 @@ def string_value(node: cst.CSTNode) -> str | None:
 
 
 def _evaluate(node: cst.SimpleString) -> str | None:
+    raw = node.value
+    if raw[0] in "'\"" and "\\" not in raw and "\r" not in raw:
+        # no prefix, no escape, no line break to normalise: the text between the quotes
+        quotes = 3 if len(raw) >= 6 and raw[:3] == raw[0] * 3 else 1
+        return raw[quotes:-quotes]
     try:
         value = node.evaluated_value  # ast.literal_eval: slow, hence the cache above
     except Exception:  # a malformed escape: treat as not a literal
