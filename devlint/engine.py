@@ -121,13 +121,18 @@ def _run_rules(module: cst.Module, path: str, config: Config, errors: list[Inter
     broken: set[Rule] = set()
     nodes, ends = ctx.tree.nodes, ctx.tree.ends
     open_ends: list[int] = []  # where each node on the current path ends
+    handlers_of = dispatch.get
     for index, node in enumerate(nodes):
         while open_ends and open_ends[-1] <= index:
             open_ends.pop()
             ctx.leave()
+        handlers = handlers_of(type(node))
+        end = ends[index]
+        if handlers is None and end == index + 1:
+            continue  # a leaf no rule visits (most are names): the path does not change
         ctx.enter(node)
-        open_ends.append(ends[index])
-        for rule, method in dispatch.get(type(node), ()):
+        open_ends.append(end)
+        for rule, method in handlers or ():
             if rule in broken:
                 continue
             try:
