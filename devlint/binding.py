@@ -125,13 +125,13 @@ class BindingService:
             annotation = parameter.annotation
             known = annotation is not None and self.ctx.qualify(annotation.annotation) == "torch.device"
             return "device" if known else "any"
-        if isinstance(function, cst.Lambda):
+        if type(function) is cst.Lambda:
             return "any"
         values = [
             node.value
             for node in self.ctx.tree.walk_scope(function.body)
-            if isinstance(node, cst.Assign)
-            and any(isinstance(t.target, cst.Name) and t.target.value == self.name for t in node.targets)
+            if type(node) is cst.Assign
+            and any(type(t.target) is cst.Name and t.target.value == self.name for t in node.targets)
         ]
         kind = _joined_kind(self.value_kind(v) for v in values)
         return kind if kind in ("device", "type") else "any"
@@ -143,7 +143,7 @@ class BindingService:
         scope: cst.CSTNode = self.ctx.module
         for function in self.ctx.functions():
             if name in self.ctx.bindings_of(function):
-                if isinstance(function, cst.Lambda):
+                if type(function) is cst.Lambda:
                     return False
                 scope = function.body
                 if self._parameter_named(function, name) is not None:
@@ -152,32 +152,32 @@ class BindingService:
         kinds = [
             self.value_kind(node.value)
             for node in self.ctx.tree.walk_scope(scope)
-            if isinstance(node, cst.Assign)
-            and any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets)
+            if type(node) is cst.Assign
+            and any(type(t.target) is cst.Name and t.target.value == name for t in node.targets)
         ]
         return _joined_kind(kinds) == "device"
 
     def value_kind(self, value: cst.BaseExpression) -> str:
         """What an assigned value holds: "device", "type" (a device-type string), "string"
         (a device string with an index), "other" (surely not a device), or "unknown"."""
-        if isinstance(value, cst.IfExp):
+        if type(value) is cst.IfExp:
             return _joined_kind((self.value_kind(value.body), self.value_kind(value.orelse)))
-        if isinstance(value, cst.SimpleString):
+        if type(value) is cst.SimpleString:
             literal = string_value(value)
             if literal is None or literal.split(":", 1)[0] not in _DEVICE_TYPES:
                 return "other"
             return "string" if ":" in literal else "type"
-        if isinstance(value, (cst.ConcatenatedString, cst.FormattedString)):
+        if type(value) in (cst.ConcatenatedString, cst.FormattedString):
             return "string"
-        if isinstance(value, cst.Attribute) and value.attr.value == "type":
+        if type(value) is cst.Attribute and value.attr.value == "type":
             return "type" if self.value_kind(value.value) == "device" else "unknown"
         if is_device_attribute(value):
             return "device"
-        if isinstance(value, cst.Call) and self.ctx.qualify(value.func) in _DEVICE_CALLS:
+        if type(value) is cst.Call and self.ctx.qualify(value.func) in _DEVICE_CALLS:
             return "device"
-        if isinstance(value, (cst.Integer, cst.Float, cst.List, cst.Dict, cst.Set, cst.Tuple, cst.Lambda)):
+        if type(value) in (cst.Integer, cst.Float, cst.List, cst.Dict, cst.Set, cst.Tuple, cst.Lambda):
             return "other"
-        if isinstance(value, cst.Name) and value.value in {"None", "True", "False"}:
+        if type(value) is cst.Name and value.value in {"None", "True", "False"}:
             return "other"
         return "unknown"
 
@@ -225,7 +225,7 @@ class BindingService:
             first = len(self.ctx.module.body)
             for index, stmt in enumerate(self.ctx.module.body):
                 if any(
-                    isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name) and node.target.value == name
+                    type(node) is cst.AssignTarget and type(node.target) is cst.Name and node.target.value == name
                     for node in self.ctx.tree.walk_scope(stmt)
                 ):
                     first = index
@@ -237,16 +237,16 @@ class BindingService:
         """Module-level names and what each holds: "device", "type", "any" or "other"."""
         values: dict[str, list[str]] = {}
         for node in self.ctx.tree.walk_scope(self.ctx.module):
-            if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            if type(node) in (cst.FunctionDef, cst.ClassDef):
                 values.setdefault(node.name.value, []).append("other")
-            elif isinstance(node, cst.Assign):
+            elif type(node) is cst.Assign:
                 for target in node.targets:
-                    if isinstance(target.target, cst.Name):
+                    if type(target.target) is cst.Name:
                         values.setdefault(target.target.value, []).append(self.value_kind(node.value))
-            elif isinstance(node, cst.AnnAssign) and isinstance(node.target, cst.Name):
+            elif type(node) is cst.AnnAssign and type(node.target) is cst.Name:
                 kind = self.value_kind(node.value) if node.value is not None else "other"
                 values.setdefault(node.target.value, []).append(kind)
-            elif isinstance(node, (cst.For, cst.AugAssign)) and isinstance(node.target, cst.Name):
+            elif type(node) in (cst.For, cst.AugAssign) and type(node.target) is cst.Name:
                 values.setdefault(node.target.value, []).append("other")
         return {name: _joined_kind(kinds) for name, kinds in values.items()}
 
@@ -292,7 +292,7 @@ _DEVICE_TYPES = frozenset({"cpu", "cuda", "mps", "xpu", "npu", "hpu", "meta"})
 
 
 def _is_none(node: cst.BaseExpression | None) -> bool:
-    return isinstance(node, cst.Name) and node.value == "None"
+    return type(node) is cst.Name and node.value == "None"
 
 
 def _joined_kind(kinds) -> str:
@@ -307,9 +307,9 @@ def _joined_kind(kinds) -> str:
 
 
 def _is_import_statement(stmt: cst.CSTNode) -> bool:
-    if isinstance(stmt, cst.SimpleStatementLine):
-        return all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
-    if isinstance(stmt, (cst.Try, cst.If)):
+    if type(stmt) is cst.SimpleStatementLine:
+        return all(type(s) in (cst.Import, cst.ImportFrom) for s in stmt.body)
+    if type(stmt) in (cst.Try, cst.If):
         # `try: import x / except ImportError:` and version-guarded imports
         first = stmt.body.body
         return bool(first) and all(_is_import_statement(s) for s in first)
@@ -319,8 +319,8 @@ def _is_import_statement(stmt: cst.CSTNode) -> bool:
 def _is_docstring(stmt: cst.CSTNode, body: tuple) -> bool:
     return (
         stmt is body[0]
-        and isinstance(stmt, cst.SimpleStatementLine)
-        and isinstance(stmt.body[0], cst.Expr)
-        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+        and type(stmt) is cst.SimpleStatementLine
+        and type(stmt.body[0]) is cst.Expr
+        and type(stmt.body[0].value) in (cst.SimpleString, cst.ConcatenatedString)
     )
 

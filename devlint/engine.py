@@ -228,7 +228,7 @@ def _statement_lines(module: cst.Module, text: str) -> list[int] | None:
     lines = []
     position = 0
     for stmt in module.body:
-        count = len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
+        count = len(stmt.body) if type(stmt) is cst.SimpleStatementLine else 1
         if position + count > len(statements):
             return None
         lines.append(statements[position].lineno)

@@ -130,7 +130,7 @@ class FileContext:
     def enclosing_class(self) -> cst.ClassDef | None:
         """The innermost class around the current node."""
         for node in reversed(self.ancestors):
-            if isinstance(node, cst.ClassDef):
+            if type(node) is cst.ClassDef:
                 return node
         return None
 
@@ -145,22 +145,22 @@ class FileContext:
             child, parent = self.ancestors[index], self.ancestors[index - 1]
             if id(child) in self._guarded:
                 return True
-            if isinstance(parent, cst.If):
+            if type(parent) is cst.If:
                 if child is parent.body and oracle.when_true(parent.test):
                     return True
                 if child is parent.orelse and oracle.when_false(parent.test):
                     return True
-            elif isinstance(parent, cst.IfExp):
+            elif type(parent) is cst.IfExp:
                 if child is parent.body and oracle.when_true(parent.test):
                     return True
                 if child is parent.orelse and oracle.when_false(parent.test):
                     return True
-            elif isinstance(parent, cst.BooleanOperation) and child is parent.right:
-                if isinstance(parent.operator, cst.And) and oracle.when_true(parent.left):
+            elif type(parent) is cst.BooleanOperation and child is parent.right:
+                if type(parent.operator) is cst.And and oracle.when_true(parent.left):
                     return True
-                if isinstance(parent.operator, cst.Or) and oracle.when_false(parent.left):
+                if type(parent.operator) is cst.Or and oracle.when_false(parent.left):
                     return True
-            elif isinstance(parent, cst.While) and child is parent.body:
+            elif type(parent) is cst.While and child is parent.body:
                 if oracle.when_true(parent.test):
                     return True
         return False
@@ -197,22 +197,22 @@ class FileContext:
             if guarded:
                 self._guarded.add(id(stmt))
                 continue
-            if isinstance(stmt, cst.SimpleStatementLine):
+            if type(stmt) is cst.SimpleStatementLine:
                 for small in stmt.body:
-                    if isinstance(small, cst.Assign) and oracle.mentions_guard(small.value):
+                    if type(small) is cst.Assign and oracle.mentions_guard(small.value):
                         for target in small.targets:
                             oracle.guard_names.update(assigned_guard_names(target.target))
-                    elif isinstance(small, cst.Assert) and oracle.when_true(small.test):
+                    elif type(small) is cst.Assert and oracle.when_true(small.test):
                         guarded = True
-            elif isinstance(stmt, cst.If) and stmt.orelse is None:
+            elif type(stmt) is cst.If and stmt.orelse is None:
                 if oracle.when_false(stmt.test) and stmt.body.body and exits_block(stmt.body.body[-1]):
                     guarded = True
 
     def _decorator_guards(self, decorator: cst.BaseExpression) -> bool:
-        func = decorator.func if isinstance(decorator, cst.Call) else decorator
+        func = decorator.func if type(decorator) is cst.Call else decorator
         name = dotted_name(func) or ""
         last = name.rsplit(".", 1)[-1]
-        if isinstance(decorator, cst.Call) and last in _SKIP_DECORATORS and decorator.args:
+        if type(decorator) is cst.Call and last in _SKIP_DECORATORS and decorator.args:
             test = decorator.args[0].value
             when = self.guards.when_true if _SKIP_DECORATORS[last] else self.guards.when_false
             return when(test)

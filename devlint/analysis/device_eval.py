@@ -132,32 +132,32 @@ class FileModel:
         stack: list[cst.CSTNode] = list(self.ctx.module.body)
         while stack:
             stmt = stack.pop()
-            if isinstance(stmt, cst.SimpleStatementLine):
+            if type(stmt) is cst.SimpleStatementLine:
                 for small in stmt.body:
-                    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                    if type(small) is cst.Expr and type(small.value) is cst.Call:
                         name = dotted_name(small.value.func) or ""
                         if name.endswith(("set_default_device", "set_default_tensor_type")):
                             self.sets_default_device = True
                 continue
-            if isinstance(stmt, cst.ClassDef):
+            if type(stmt) is cst.ClassDef:
                 self.classes.setdefault(stmt.name.value, stmt)
                 for method in self._methods(stmt):
                     self.class_of[id(method)] = stmt
             for suite in _suites(stmt):
-                if isinstance(suite, cst.IndentedBlock):
+                if type(suite) is cst.IndentedBlock:
                     stack.extend(suite.body)
-                elif isinstance(suite, cst.SimpleStatementSuite):
+                elif type(suite) is cst.SimpleStatementSuite:
                     stack.append(cst.SimpleStatementLine(body=suite.body))
 
     @staticmethod
     def _methods(node: cst.ClassDef) -> list[cst.FunctionDef]:
         methods = []
-        stack = list(node.body.body) if isinstance(node.body, cst.IndentedBlock) else []
+        stack = list(node.body.body) if type(node.body) is cst.IndentedBlock else []
         while stack:
             stmt = stack.pop(0)
-            if isinstance(stmt, cst.FunctionDef):
+            if type(stmt) is cst.FunctionDef:
                 methods.append(stmt)
-            elif isinstance(stmt, (cst.If, cst.Try)) and isinstance(stmt.body, cst.IndentedBlock):
+            elif type(stmt) in (cst.If, cst.Try) and type(stmt.body) is cst.IndentedBlock:
                 stack.extend(stmt.body.body)
         return methods
 
@@ -191,7 +191,7 @@ class FileModel:
             attributes: frozenset[str] = frozenset()
             names = _RELEVANT_NAMES
             cls = self.class_of.get(id(function))
-            if cls is not None and isinstance(function, cst.FunctionDef) and function.params.params:
+            if cls is not None and type(function) is cst.FunctionDef and function.params.params:
                 attributes = self._tensor_attributes(cls)
                 if not building and self.is_module_class(cls):
                     # a module's own layers follow it wherever it is moved: building them
@@ -255,12 +255,12 @@ class FileModel:
     def _assigned_shape(self, value: cst.BaseExpression | None, shadowed: frozenset[str]) -> str:
         """"parameter" (`nn.Parameter(...)`), "none" (`None`), "unknown" (one of each
         under `if ... else`: the kinds disagree), or "any"."""
-        if isinstance(value, cst.Call):
+        if type(value) is cst.Call:
             qualified = self.qualify(value.func, shadowed)
             return "parameter" if qualified in ("torch.nn.Parameter", "torch.nn.parameter.Parameter") else "any"
-        if isinstance(value, cst.Name):
+        if type(value) is cst.Name:
             return "none" if value.value == "None" else "any"
-        if isinstance(value, cst.IfExp):
+        if type(value) is cst.IfExp:
             branches = {self._assigned_shape(value.body, shadowed), self._assigned_shape(value.orelse, shadowed)}
             return "unknown" if branches == {"parameter", "none"} else "any"
         return "any"
@@ -269,7 +269,7 @@ class FileModel:
         if self._relevant_globals is None:
             names: set[str] = set()
             for stmt in self.ctx.module.body:
-                if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                if type(stmt) in (cst.FunctionDef, cst.ClassDef):
                     continue
                 if _mentions_sources(self.ctx.tree, stmt, frozenset()):
                     names.update(_module_names_bound(stmt))
@@ -328,8 +328,8 @@ class FileModel:
         names: set[str] | None = set()
         for child in self.ctx.tree.walk(node):
             if (
-                isinstance(child, cst.Call)
-                and isinstance(child.func, cst.Attribute)
+                type(child) is cst.Call
+                and type(child.func) is cst.Attribute
                 and child.func.attr.value in ("register_buffer", "register_parameter", "register_module")
             ):
                 args = _positional(child)
@@ -361,7 +361,7 @@ class FileModel:
             (self.qualify(arg.value, frozenset()) or "").startswith(T.MODEL_CLASS_PACKAGES) for arg in node.bases
         )
         for child in self.ctx.tree.walk(node) if not answer else ():
-            if isinstance(child, cst.Call):
+            if type(child) is cst.Call:
                 qualified = self.qualify(child.func, frozenset()) or ""
                 if qualified in T.PARAMETER_LAYERS or qualified == "torch.nn.Parameter":
                     answer = True
@@ -369,7 +369,7 @@ class FileModel:
                     answer = any(_is_true(_kwarg(child, k)) for k in T.OPTIONAL_STATE_LAYERS[qualified])
                 elif qualified.startswith(T.MODEL_FACTORIES):
                     answer = True
-                elif isinstance(child.func, cst.Attribute) and child.func.attr.value in (
+                elif type(child.func) is cst.Attribute and child.func.attr.value in (
                     "register_buffer", "register_parameter",
                 ):  # fmt: skip
                     answer = True
@@ -394,13 +394,13 @@ class FileModel:
             params = method.params.params
             self_name = params[0].name.value if params else None
             for child in self.ctx.tree.walk(method.body):
-                if not isinstance(child, cst.Call):
+                if type(child) is not cst.Call:
                     continue
                 func = child.func
                 if (
-                    isinstance(func, cst.Attribute)
+                    type(func) is cst.Attribute
                     and func.attr.value in T.MOVE_METHODS
-                    and isinstance(func.value, cst.Name)
+                    and type(func.value) is cst.Name
                     and func.value.value == self_name
                 ):
                     return True
@@ -463,7 +463,7 @@ class ScopeEvaluator:
         self.params: dict[str, AbstractValue] = {}
         self.opaque: set[str] = set()
         ctx = model.ctx
-        if isinstance(scope, (cst.FunctionDef, cst.Lambda)):
+        if type(scope) in (cst.FunctionDef, cst.Lambda):
             self.locals = ctx.bindings_of(scope)
             self.outer = frozenset().union(*(ctx.bindings_of(f) for f in enclosing))
         else:
@@ -471,7 +471,7 @@ class ScopeEvaluator:
             self.outer = frozenset()
         self.shadowed = self.locals | self.outer
         self._loops: list[tuple[list[State], list[State]]] = []
-        if isinstance(scope, cst.FunctionDef):
+        if type(scope) is cst.FunctionDef:
             self._setup_function(scope)
 
     # -- set-up ------------------------------------------------------------------------
@@ -498,7 +498,7 @@ class ScopeEvaluator:
                     f"parameter of {function.name.value}",
                 )  # fmt: skip
         for param in (params.star_arg, params.star_kwarg):
-            if isinstance(param, cst.Param):
+            if type(param) is cst.Param:
                 self.params[param.name.value] = OTHER
 
     def _tensor_params(self, function: cst.FunctionDef, params: list[cst.Param]) -> dict[str, cst.Param]:
@@ -507,19 +507,19 @@ class ScopeEvaluator:
         methods = {m.name.value for c in [self.cls, *self.model.local_bases(self.cls)] for m in self.model._methods(c)}
         found: dict[str, cst.Param] = {}
         for node in self.model.ctx.tree.walk_scope(function.body):
-            if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
+            if type(node) is cst.Attribute and type(node.value) is cst.Name:
                 name = node.value.value
                 if name in wanted and node.attr.value in T.TENSOR_USE_ATTRS:
                     found[name] = wanted[name]
-            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            elif type(node) is cst.Call and type(node.func) is cst.Attribute:
                 func = node.func
                 if (
-                    isinstance(func.value, cst.Name)
+                    type(func.value) is cst.Name
                     and func.value.value == self.self_name
                     and func.attr.value not in methods
                 ):
                     for arg in _positional(node):
-                        if isinstance(arg.value, cst.Name) and arg.value.value in wanted:
+                        if type(arg.value) is cst.Name and arg.value.value in wanted:
                             found[arg.value.value] = wanted[arg.value.value]
         return found
 
@@ -529,9 +529,9 @@ class ScopeEvaluator:
         default = UNKNOWN_DEVICE if self.model.sets_default_device else CPU
         state = State({}, default)
         scope = self.scope
-        if isinstance(scope, cst.Lambda):
+        if type(scope) is cst.Lambda:
             self.eval(scope.body, state)
-        elif isinstance(scope, cst.FunctionDef):
+        elif type(scope) is cst.FunctionDef:
             self.block(scope.body, state)
         else:
             self.statements(scope.body, state)
@@ -540,7 +540,7 @@ class ScopeEvaluator:
     def block(self, body: cst.BaseSuite, state: State | None) -> State | None:
         if state is None:
             return None
-        if isinstance(body, cst.IndentedBlock):
+        if type(body) is cst.IndentedBlock:
             return self.statements(body.body, state)
         return self.statements([body], state)  # SimpleStatementSuite
 
@@ -552,7 +552,7 @@ class ScopeEvaluator:
         return state
 
     def statement(self, stmt: cst.CSTNode, state: State) -> State | None:
-        if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        if type(stmt) in (cst.SimpleStatementLine, cst.SimpleStatementSuite):
             for small in stmt.body:
                 state = self.small(small, state)
                 if state is None:
@@ -567,11 +567,11 @@ class ScopeEvaluator:
         """A statement the analysis does not model: whatever it binds becomes unknown."""
         for node in self.model.ctx.tree.walk(stmt):
             target = None
-            if isinstance(node, (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor)):
+            if type(node) in (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor):
                 target = node.target
-            elif isinstance(node, (cst.AsName, cst.NamedExpr)):
-                target = node.name if isinstance(node, cst.AsName) else node.target
-            elif isinstance(node, cst.MatchAs) and node.name is not None:
+            elif type(node) in (cst.AsName, cst.NamedExpr):
+                target = node.name if type(node) is cst.AsName else node.target
+            elif type(node) is cst.MatchAs and node.name is not None:
                 target = node.name
             if target is not None:
                 self.forget(target, state)
@@ -580,46 +580,46 @@ class ScopeEvaluator:
     # -- simple statements -------------------------------------------------------------
 
     def small(self, node: cst.BaseSmallStatement, state: State) -> State | None:
-        if isinstance(node, cst.Expr):
+        if type(node) is cst.Expr:
             self.eval(node.value, state)
-        elif isinstance(node, cst.Assign):
+        elif type(node) is cst.Assign:
             value = self.eval(node.value, state)
             for target in node.targets:
                 self.bind(target.target, value, state, node.value)
-        elif isinstance(node, cst.AnnAssign):
+        elif type(node) is cst.AnnAssign:
             if node.value is not None:
                 value = self.eval(node.value, state)
                 self.bind(node.target, value, state, node.value)
-        elif isinstance(node, cst.AugAssign):
+        elif type(node) is cst.AugAssign:
             self.aug_assign(node, state)
-        elif isinstance(node, (cst.Return, cst.Raise)):
+        elif type(node) in (cst.Return, cst.Raise):
             for child in (getattr(node, "value", None), getattr(node, "exc", None), getattr(node, "cause", None)):
                 if child is not None and is_expression(child):
                     self.eval(child, state)
-                elif isinstance(child, cst.From):
+                elif type(child) is cst.From:
                     self.eval(child.item, state)
             return None
-        elif isinstance(node, cst.Break):
+        elif type(node) is cst.Break:
             if self._loops:
                 self._loops[-1][0].append(state)
             return None
-        elif isinstance(node, cst.Continue):
+        elif type(node) is cst.Continue:
             if self._loops:
                 self._loops[-1][1].append(state)
             return None
-        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+        elif type(node) in (cst.Global, cst.Nonlocal):
             for item in node.names:
                 self.opaque.add(item.name.value)
                 state.env.pop(item.name.value, None)
-        elif isinstance(node, (cst.Import, cst.ImportFrom)):
-            if not isinstance(node.names, cst.ImportStar):
+        elif type(node) in (cst.Import, cst.ImportFrom):
+            if type(node.names) is not cst.ImportStar:
                 for alias in node.names:
                     target = alias.asname.name if alias.asname else alias.name
-                    if isinstance(target, cst.Name):
+                    if type(target) is cst.Name:
                         self.bind(target, OTHER, state)
-        elif isinstance(node, cst.Assert):
+        elif type(node) is cst.Assert:
             self.eval(node.test, state)
-        elif isinstance(node, cst.Del):
+        elif type(node) is cst.Del:
             self.forget(node.target, state)
         return state
 
@@ -641,7 +641,7 @@ class ScopeEvaluator:
         body = self.block(node.body, state.copy())
         orelse = state
         if node.orelse is not None:
-            if isinstance(node.orelse, cst.If):
+            if type(node.orelse) is cst.If:
                 orelse = self.stmt_If(node.orelse, state.copy())
             else:
                 orelse = self.block(node.orelse.body, state.copy())
@@ -690,7 +690,7 @@ class ScopeEvaluator:
         previous = state.default
         for item in node.items:
             value = self.eval(item.item, state)
-            if isinstance(item.item, cst.Call) and self.qualified(item.item.func) == "torch.device":
+            if type(item.item) is cst.Call and self.qualified(item.item.func) == "torch.device":
                 state.default = value.device
             if item.asname is not None:
                 self.bind(item.asname.name, value if value.kind is Kind.DEVICE else UNKNOWN, state)
@@ -785,7 +785,7 @@ class ScopeEvaluator:
             return self.params[key]
         if key in self.locals or key in self.outer:
             return UNKNOWN
-        if isinstance(self.scope, cst.Module):
+        if type(self.scope) is cst.Module:
             return UNKNOWN
         return self.model.global_value(key)
 
@@ -795,30 +795,30 @@ class ScopeEvaluator:
 
     def bind(self, target: cst.BaseExpression, value: AbstractValue, state: State,
              value_node: cst.BaseExpression | None = None) -> None:  # fmt: skip
-        if isinstance(target, (cst.Tuple, cst.List)):
+        if type(target) in (cst.Tuple, cst.List):
             elements = target.elements
             values = None
-            if isinstance(value_node, (cst.Tuple, cst.List)) and len(value_node.elements) == len(elements):
-                if not any(isinstance(e, cst.StarredElement) for e in value_node.elements):
+            if type(value_node) in (cst.Tuple, cst.List) and len(value_node.elements) == len(elements):
+                if not any(type(e) is cst.StarredElement for e in value_node.elements):
                     values = [self.result.values.get(id(e.value), UNKNOWN) for e in value_node.elements]
             for index, element in enumerate(elements):
-                if isinstance(element, cst.StarredElement):
+                if type(element) is cst.StarredElement:
                     self.bind(element.value, OTHER, state)
                     continue
                 item = values[index] if values is not None else self.unpacked(value)
                 self.bind(element.value, item, state)
             return
-        if isinstance(target, cst.Subscript):
+        if type(target) is cst.Subscript:
             self.eval(target.value, state)
             for element in target.slice:
                 self._eval_slice(element, state)
             return
         key = _key(target)
         if key is None:
-            if isinstance(target, cst.Attribute):
+            if type(target) is cst.Attribute:
                 self.eval(target.value, state)
             return
-        if isinstance(target, cst.Name):
+        if type(target) is cst.Name:
             value = _resymbolize(value, key)
             prefix = key + "."
             for stale in [k for k in state.env if k.startswith(prefix)]:
@@ -829,7 +829,7 @@ class ScopeEvaluator:
         self.result.values[id(target)] = value
         if "." in key and key.split(".", 1)[0] == self.self_name:
             self._assigned(key, value)
-        elif isinstance(self.scope, cst.Module) and "." not in key:
+        elif type(self.scope) is cst.Module and "." not in key:
             self._assigned(key, value)
 
     def _assigned(self, key: str, value: AbstractValue) -> None:
@@ -857,7 +857,7 @@ class ScopeEvaluator:
             return AbstractValue(Kind.BATCH, CPU, False, loop, Source.LOADER, "a DataLoader batch")
         if value.is_tensor:
             return replace(value, zero_dim=None)
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             name = self.qualified(expr.func) or dotted_name(expr.func)
             args = _positional(expr)
             if name in T.ITERATION_WRAPPERS and args:
@@ -867,7 +867,7 @@ class ScopeEvaluator:
 
     def bind_element(self, target: cst.BaseExpression, element: AbstractValue, state: State,
                      iterable: cst.BaseExpression) -> None:  # fmt: skip
-        if isinstance(iterable, cst.Call) and isinstance(target, (cst.Tuple, cst.List)):
+        if type(iterable) is cst.Call and type(target) in (cst.Tuple, cst.List):
             name = dotted_name(iterable.func)
             args = _positional(iterable)
             elements = [e.value for e in target.elements]
@@ -974,7 +974,7 @@ class ScopeEvaluator:
 
     def _collection(self, node, state) -> AbstractValue:
         for element in node.elements:
-            if isinstance(element, cst.DictElement):
+            if type(element) is cst.DictElement:
                 self.eval(element.key, state)
                 self.eval(element.value, state)
             else:
@@ -994,7 +994,7 @@ class ScopeEvaluator:
             for condition in comp.ifs:
                 self.eval(condition.test, inner)
             comp = comp.inner_for_in
-        if isinstance(node, cst.DictComp):
+        if type(node) is cst.DictComp:
             self.eval(node.key, inner)
             self.eval(node.value, inner)
         else:
@@ -1023,12 +1023,12 @@ class ScopeEvaluator:
         left = self.eval(node.left, state)
         right = self.eval(node.right, state)
         if left.kind is Kind.OTHER and not left.device.known:
-            return right if isinstance(node.operator, cst.And) else left.join(right)
+            return right if type(node.operator) is cst.And else left.join(right)
         return left.join(right)
 
     def eval_UnaryOperation(self, node: cst.UnaryOperation, state: State) -> AbstractValue:
         value = self.eval(node.expression, state)
-        if isinstance(node.operator, cst.Not):
+        if type(node.operator) is cst.Not:
             return OTHER
         return value if value.tensor_like else (OTHER if value.kind is Kind.OTHER else UNKNOWN)
 
@@ -1043,7 +1043,7 @@ class ScopeEvaluator:
     def eval_BinaryOperation(self, node: cst.BinaryOperation, state: State) -> AbstractValue:
         left = self.eval(node.left, state)
         right = self.eval(node.right, state)
-        if isinstance(node.operator, cst.Modulo) and left.kind is Kind.OTHER:
+        if type(node.operator) is cst.Modulo and left.kind is Kind.OTHER:
             return OTHER  # string formatting
         return self._binary_result(node, Operand(node.left, left), Operand(node.right, right))
 
@@ -1051,7 +1051,7 @@ class ScopeEvaluator:
         operands = [Operand(node.left, self.eval(node.left, state))]
         for target in node.comparisons:
             operands.append(Operand(target.comparator, self.eval(target.comparator, state)))
-        if any(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in node.comparisons):
+        if any(type(t.operator) in (cst.Is, cst.IsNot, cst.In, cst.NotIn) for t in node.comparisons):
             return OTHER
         if len(operands) == 2:
             return self._binary_result(node, operands[0], operands[1], comparison=True)
@@ -1071,9 +1071,9 @@ class ScopeEvaluator:
 
     def _eval_slice(self, element: cst.SubscriptElement, state: State) -> None:
         inner = element.slice
-        if isinstance(inner, cst.Index):
+        if type(inner) is cst.Index:
             self.eval(inner.value, state)
-        elif isinstance(inner, cst.Slice):
+        elif type(inner) is cst.Slice:
             for part in (inner.lower, inner.upper, inner.step):
                 if part is not None:
                     self.eval(part, state)
@@ -1086,7 +1086,7 @@ class ScopeEvaluator:
         receiver = None
         if qualified is not None:
             self.result.values[id(func)] = OTHER
-        elif isinstance(func, cst.Attribute):
+        elif type(func) is cst.Attribute:
             receiver = self.eval(func.value, state)
         else:
             callee = self.eval(func, state)
@@ -1119,12 +1119,12 @@ class ScopeEvaluator:
                 self.bind(arg.value, replace(value, device=UNKNOWN_DEVICE, origin=None, how=""), state)
 
     def _is_self(self, expr: cst.BaseExpression) -> bool:
-        return isinstance(expr, cst.Name) and expr.value == self.self_name
+        return type(expr) is cst.Name and expr.value == self.self_name
 
     def _plain_call(self, node: cst.Call, func, callee: AbstractValue, args, state: State) -> AbstractValue:
         if callee.is_module:
             return self._module_call(node, callee, args)
-        name = func.value if isinstance(func, cst.Name) else None
+        name = func.value if type(func) is cst.Name else None
         if name is not None and name not in self.shadowed:
             local_class = self.model.classes.get(name)
             if local_class is not None:
@@ -1278,20 +1278,20 @@ class ScopeEvaluator:
             if not positional:
                 return None
             first = positional[0].value
-            if isinstance(first, cst.UnaryOperation):
+            if type(first) is cst.UnaryOperation:
                 first = first.expression
-            if isinstance(first, (cst.Integer, cst.Float)) or (
-                isinstance(first, cst.Name) and first.value in ("True", "False")
+            if type(first) in (cst.Integer, cst.Float) or (
+                type(first) is cst.Name and first.value in ("True", "False")
             ):
                 return True
-            if isinstance(first, (cst.List, cst.Tuple)) and first.elements:
+            if type(first) in (cst.List, cst.Tuple) and first.elements:
                 return False
             return None
         size_arg = _kwarg(node, "size")
         if size_arg is not None:
             sizes = [size_arg.value]
         elif qualified == "torch.randint":
-            sizes = [a.value for a in positional if isinstance(a.value, (cst.Tuple, cst.List))][:1]
+            sizes = [a.value for a in positional if type(a.value) in (cst.Tuple, cst.List)][:1]
         elif qualified == "torch.full":
             sizes = [positional[0].value] if positional else []
         else:
@@ -1301,7 +1301,7 @@ class ScopeEvaluator:
         if len(sizes) > 1:
             return False
         size = sizes[0]
-        if isinstance(size, (cst.Tuple, cst.List)):
+        if type(size) in (cst.Tuple, cst.List):
             return not size.elements
         return False if _is_int_expr(size) else None
 
@@ -1311,10 +1311,10 @@ class ScopeEvaluator:
             if arg.keyword is not None and arg.keyword.value == "out":
                 continue
             inner = arg.value
-            if isinstance(inner, (cst.List, cst.Tuple)):
+            if type(inner) in (cst.List, cst.Tuple):
                 for element in inner.elements:
                     operands.append(Operand(element.value, self.result.values.get(id(element.value), UNKNOWN)))
-            elif isinstance(inner, (cst.ListComp, cst.GeneratorExp)):
+            elif type(inner) in (cst.ListComp, cst.GeneratorExp):
                 operands.append(Operand(inner.elt, self.result.values.get(id(inner.elt), UNKNOWN)))
             else:
                 operands.append(Operand(inner, value))
@@ -1425,7 +1425,7 @@ class ScopeEvaluator:
         dotted = dotted_name(first) or ""
         if qualified in T.DTYPES or dotted.endswith("dtype") or qualified == "torch.channels_last":
             return None
-        if isinstance(first, cst.Integer):
+        if type(first) is cst.Integer:
             return accel(first.value)
         last = dotted.rsplit(".", 1)[-1]
         if dotted and ("device" in last or last in T.DEVICE_LIKE_NAMES):
@@ -1472,14 +1472,14 @@ class ScopeEvaluator:
     def device_at(self, expr: cst.BaseExpression, state: State) -> Device:
         """The device a `device=` argument names (already evaluated): a symbolic
         accelerator unless it is known to be the CPU."""
-        if isinstance(expr, cst.Name) and expr.value == "None":
+        if type(expr) is cst.Name and expr.value == "None":
             return state.default
         value = self.result.values.get(id(expr))
         if value is None:
             value = self.eval(expr, state)
         if value.kind in (Kind.DEVICE, Kind.OTHER) and value.device.known:
             return value.device
-        if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        if type(expr) in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString):
             return UNKNOWN_DEVICE  # "meta" and friends
         if value.kind in (Kind.TENSOR, Kind.MODULE):
             return UNKNOWN_DEVICE
@@ -1503,14 +1503,14 @@ class ScopeEvaluator:
             if left.value.kind is Kind.OTHER and right.value.kind is Kind.OTHER:
                 return OTHER
             return UNKNOWN
-        matmul = isinstance(getattr(node, "operator", None), cst.MatrixMultiply)
+        matmul = type(getattr(node, "operator", None)) is cst.MatrixMultiply
         self._check_operands(node, tensors, elementwise=not matmul)
         zero_dim = None
         if all(o.value.zero_dim is True for o in tensors):
             zero_dim = True
         elif any(o.value.zero_dim is False for o in tensors):
             zero_dim = False
-        if isinstance(getattr(node, "operator", None), cst.MatrixMultiply):
+        if type(getattr(node, "operator", None)) is cst.MatrixMultiply:
             zero_dim = None
         return self._result_on(tensors, zero_dim)
 
@@ -1563,9 +1563,9 @@ def _suites(stmt: cst.CSTNode) -> list[cst.BaseSuite]:
         part = getattr(stmt, name, None)
         if type(part) is cst.IndentedBlock or type(part) is cst.SimpleStatementSuite:
             suites.append(part)
-        elif isinstance(part, (cst.Else, cst.Finally)):
+        elif type(part) in (cst.Else, cst.Finally):
             suites.append(part.body)
-        elif isinstance(part, cst.If):
+        elif type(part) is cst.If:
             suites.extend(_suites(part))
     for handler in getattr(stmt, "handlers", ()):
         suites.append(handler.body)
@@ -1575,21 +1575,21 @@ def _suites(stmt: cst.CSTNode) -> list[cst.BaseSuite]:
 
 
 def _is_true(arg: cst.Arg | None) -> bool:
-    return arg is not None and not (isinstance(arg.value, cst.Name) and arg.value.value in ("False", "None"))
+    return arg is not None and not (type(arg.value) is cst.Name and arg.value.value in ("False", "None"))
 
 
 def _is_int_expr(expr: cst.BaseExpression) -> bool:
     """`3`, `x.size(0)`, `x.shape[1]`, `len(xs)`, `int(n)` and arithmetic on them."""
-    if isinstance(expr, cst.Integer):
+    if type(expr) is cst.Integer:
         return True
-    if isinstance(expr, cst.BinaryOperation):
+    if type(expr) is cst.BinaryOperation:
         return _is_int_expr(expr.left) and _is_int_expr(expr.right)
-    if isinstance(expr, cst.Subscript) and isinstance(expr.value, cst.Attribute):
-        return expr.value.attr.value == "shape" and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index)
-    if isinstance(expr, cst.Call):
-        if isinstance(expr.func, cst.Name):
+    if type(expr) is cst.Subscript and type(expr.value) is cst.Attribute:
+        return expr.value.attr.value == "shape" and len(expr.slice) == 1 and type(expr.slice[0].slice) is cst.Index
+    if type(expr) is cst.Call:
+        if type(expr.func) is cst.Name:
             return expr.func.value in ("len", "int")
-        if isinstance(expr.func, cst.Attribute):
+        if type(expr.func) is cst.Attribute:
             return expr.func.attr.value in ("size", "numel", "dim") and bool(expr.args)
     return False
 
@@ -1683,10 +1683,10 @@ def _mentions_sources(
 def _module_names_bound(stmt: cst.CSTNode) -> set[str]:
     names: set[str] = set()
     for node in [stmt, *statements(stmt, enter_definitions=False)]:
-        if isinstance(node, cst.Assign):
+        if type(node) is cst.Assign:
             for target in node.targets:
                 names.update(bound_names(target.target))
-        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.For)):
+        elif type(node) in (cst.AnnAssign, cst.AugAssign, cst.For):
             names.update(bound_names(node.target))
     return names
 
@@ -1707,7 +1707,7 @@ def _self_assigning_statements(method: cst.FunctionDef) -> Iterator[cst.Assign |
     if not method.params.params:
         return
     for node in statements(method.body, enter_definitions=False):
-        if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+        if type(node) in (cst.Assign, cst.AnnAssign, cst.AugAssign):
             yield node
 
 
@@ -1715,19 +1715,19 @@ def _self_targets(
     method: cst.FunctionDef, node: cst.Assign | cst.AnnAssign | cst.AugAssign
 ) -> Iterator[tuple[str, cst.BaseExpression | None]]:
     receiver = method.params.params[0].name.value
-    targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+    targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
     for target in targets:
         parts = _flatten(target)
-        direct = len(parts) == 1 and parts[0] is target and not isinstance(node, cst.AugAssign)
+        direct = len(parts) == 1 and parts[0] is target and type(node) is not cst.AugAssign
         for element in parts:
-            if (isinstance(element, cst.Attribute) and isinstance(element.value, cst.Name)
+            if (type(element) is cst.Attribute and type(element.value) is cst.Name
                     and element.value.value == receiver):  # fmt: skip
                 yield element.attr.value, node.value if direct else None
 
 
 def _flatten(target: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if isinstance(target, (cst.Tuple, cst.List)):
+    if type(target) in (cst.Tuple, cst.List):
         return [part for element in target.elements for part in _flatten(element.value)]
-    if isinstance(target, cst.StarredElement):
+    if type(target) is cst.StarredElement:
         return _flatten(target.value)
     return [target]

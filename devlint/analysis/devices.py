@@ -238,7 +238,7 @@ class DeviceAnalysis:
     def scope(self, scope: cst.FunctionDef | cst.Lambda | cst.Module, enclosing: tuple = ()) -> ScopeResult:
         """The interpretation of one scope, independent of where the walk stands:
         `values` and `conflicts` by node id. `enclosing`: the functions around it."""
-        if isinstance(scope, cst.Module):
+        if type(scope) is cst.Module:
             return self.model.module_scope()
         return self.model.scope(scope, list(enclosing))
 

@@ -51,35 +51,35 @@ class GuardOracle:
 
     def when_true(self, expr: cst.BaseExpression) -> bool:
         """True if `expr` being truthy implies an accelerator."""
-        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        if type(expr) is cst.UnaryOperation and type(expr.operator) is cst.Not:
             return self.when_false(expr.expression)
-        if isinstance(expr, cst.BooleanOperation):
-            if isinstance(expr.operator, cst.And):
+        if type(expr) is cst.BooleanOperation:
+            if type(expr.operator) is cst.And:
                 return self.when_true(expr.left) or self.when_true(expr.right)
             return self.when_true(expr.left) and self.when_true(expr.right)
-        if isinstance(expr, cst.Comparison):
+        if type(expr) is cst.Comparison:
             return self._comparison(expr, positive=True)
         return self._is_check(expr)
 
     def when_false(self, expr: cst.BaseExpression) -> bool:
         """True if `expr` being falsy implies an accelerator."""
-        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        if type(expr) is cst.UnaryOperation and type(expr.operator) is cst.Not:
             return self.when_true(expr.expression)
-        if isinstance(expr, cst.BooleanOperation):
-            if isinstance(expr.operator, cst.And):
+        if type(expr) is cst.BooleanOperation:
+            if type(expr.operator) is cst.And:
                 return self.when_false(expr.left) and self.when_false(expr.right)
             return self.when_false(expr.left) or self.when_false(expr.right)
-        if isinstance(expr, cst.Comparison):
+        if type(expr) is cst.Comparison:
             return self._comparison(expr, positive=False)
         return False
 
     def _is_check(self, expr: cst.BaseExpression) -> bool:
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             return self._qualify(expr.func) in AVAILABILITY_CALLS or _is_accelerator_prefix_test(expr)
-        if isinstance(expr, cst.Attribute):
+        if type(expr) is cst.Attribute:
             if expr.attr.value in _ACCELERATOR_ATTRS or expr.attr.value in self.guard_names:
                 return True
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             return expr.value in self.guard_names
         return False
 
@@ -92,14 +92,14 @@ class GuardOracle:
         literals = [string_value(side) for side in sides]
         accelerator = any(v is not None and accelerator_type(v) for v in literals)
         cpu = any(v is not None and v.split(":", 1)[0] == "cpu" for v in literals)
-        equal = isinstance(op, (cst.Equal, cst.Is, cst.In))
-        unequal = isinstance(op, (cst.NotEqual, cst.IsNot, cst.NotIn))
+        equal = type(op) in (cst.Equal, cst.Is, cst.In)
+        unequal = type(op) in (cst.NotEqual, cst.IsNot, cst.NotIn)
         if accelerator:
             return equal if positive else unequal
         if cpu:
             return unequal if positive else equal
         # `torch.cuda.device_count() > 1` and friends
-        if positive and isinstance(op, (cst.GreaterThan, cst.GreaterThanEqual, cst.NotEqual)):
+        if positive and type(op) in (cst.GreaterThan, cst.GreaterThanEqual, cst.NotEqual):
             return self._is_check(expr.left)
         return False
 
@@ -107,10 +107,10 @@ class GuardOracle:
 def _is_accelerator_prefix_test(call: cst.Call) -> bool:
     """`device.startswith("cuda")`, `str(device).startswith(("cuda", "xpu"))`."""
     func = call.func
-    if not isinstance(func, cst.Attribute) or func.attr.value != "startswith" or len(call.args) != 1:
+    if type(func) is not cst.Attribute or func.attr.value != "startswith" or len(call.args) != 1:
         return False
     prefix = call.args[0].value
-    options = [e.value for e in prefix.elements] if isinstance(prefix, cst.Tuple) else [prefix]
+    options = [e.value for e in prefix.elements] if type(prefix) is cst.Tuple else [prefix]
     literals = [string_value(o) for o in options]
     return all(v is not None and accelerator_type(v) for v in literals)
 
@@ -123,16 +123,16 @@ def in_compat_fallback(ancestors: list[cst.CSTNode]) -> bool:
     missing? `except (ImportError, AttributeError):` handlers, and the branch of
     `if hasattr(torch.amp, ...)` where the attribute is absent."""
     for child, parent in zip(ancestors[1:], ancestors):
-        if isinstance(parent, cst.ExceptHandler) and child is parent.body:
+        if type(parent) is cst.ExceptHandler and child is parent.body:
             caught = parent.type
-            names = [e.value for e in caught.elements] if isinstance(caught, cst.Tuple) else [caught]
+            names = [e.value for e in caught.elements] if type(caught) is cst.Tuple else [caught]
             if caught is None or any((dotted_name(n) or "").rsplit(".", 1)[-1] in _FALLBACK_ERRORS for n in names):
                 return True
-        elif isinstance(parent, cst.If):
+        elif type(parent) is cst.If:
             test, negated = parent.test, False
-            if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
                 test, negated = test.expression, True
-            is_hasattr = isinstance(test, cst.Call) and dotted_name(test.func) == "hasattr"
+            is_hasattr = type(test) is cst.Call and dotted_name(test.func) == "hasattr"
             if is_hasattr and child is (parent.body if negated else parent.orelse):
                 return True
     return False
@@ -140,20 +140,20 @@ def in_compat_fallback(ancestors: list[cst.CSTNode]) -> bool:
 
 def assigned_guard_names(target: cst.BaseExpression) -> list[str]:
     """`use_cuda = ...` -> ["use_cuda"]; `args.cuda = ...` -> ["cuda"]."""
-    if isinstance(target, cst.Name):
+    if type(target) is cst.Name:
         return [target.value]
-    if isinstance(target, cst.Attribute):
+    if type(target) is cst.Attribute:
         return [target.attr.value]
     return []
 
 
 def exits_block(stmt: cst.BaseStatement) -> bool:
     """Does this block body end by leaving (`return`, `raise`, `continue`, a skip call)?"""
-    if isinstance(stmt, cst.SimpleStatementLine):
+    if type(stmt) is cst.SimpleStatementLine:
         small = stmt.body[-1]
-        if isinstance(small, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
+        if type(small) in (cst.Return, cst.Raise, cst.Continue, cst.Break):
             return True
-        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        if type(small) is cst.Expr and type(small.value) is cst.Call:
             name = dotted_name(small.value.func) or ""
             return name.split(".")[-1] in {"skip", "skipTest", "exit", "_exit"}
     return False

@@ -54,7 +54,7 @@ def parse_index(text: str) -> int | None:
 
 def torch_device_call(ctx: FileContext, node: cst.CSTNode) -> tuple[str, str, int | None] | None:
     """For `torch.device("cuda", 1)`: ("cuda", '"cuda", 1', 1); None if not an accelerator."""
-    if not isinstance(node, cst.Call) or ctx.qualify(node.func) != "torch.device" or not node.args:
+    if type(node) is not cst.Call or ctx.qualify(node.func) != "torch.device" or not node.args:
         return None
     first = node.args[0]
     if first.keyword is not None and first.keyword.value != "type":
@@ -80,12 +80,12 @@ def device_literal(ctx: FileContext, node: cst.CSTNode) -> DeviceLiteral | None:
 
 
 def _device_literal(ctx: FileContext, node: cst.CSTNode) -> DeviceLiteral | None:
-    if isinstance(node, cst.SimpleString):
+    if type(node) is cst.SimpleString:
         literal = string_value(node)
         if literal is None or accelerator_type(literal) is None:
             return None
         parent = ctx.parent(node)
-        if isinstance(parent, cst.Arg) and torch_device_call(ctx, ctx.parent(parent)) is not None:
+        if type(parent) is cst.Arg and torch_device_call(ctx, ctx.parent(parent)) is not None:
             return None
         kind, text, index = accelerator_type(literal), node.value, parse_index(literal)
     else:
@@ -97,7 +97,7 @@ def _device_literal(ctx: FileContext, node: cst.CSTNode) -> DeviceLiteral | None
     where = _position(ctx, node)
     position = where.position
     if position is None:
-        if not isinstance(node, cst.Call):
+        if type(node) is not cst.Call:
             return None
         position = "torch.device"
     return DeviceLiteral(node, text, kind, index, position, where.nested, where.target, where.cpu_alternative)
@@ -115,8 +115,8 @@ def _position(ctx: FileContext, node: cst.CSTNode) -> _Position:
     nested = cpu_alternative = False
     child = node
     parent = ctx.parent(child)
-    while isinstance(parent, (cst.IfExp, cst.BooleanOperation)):
-        if isinstance(parent, cst.IfExp):
+    while type(parent) in (cst.IfExp, cst.BooleanOperation):
+        if type(parent) is cst.IfExp:
             if child is parent.test:
                 return _Position(None)
             other = parent.orelse if child is parent.body else parent.body
@@ -130,9 +130,9 @@ def _position(ctx: FileContext, node: cst.CSTNode) -> _Position:
 def _position_of(
     ctx: FileContext, child: cst.CSTNode, parent: cst.CSTNode | None
 ) -> tuple[str | None, cst.BaseExpression | None]:
-    if isinstance(parent, cst.Arg):
+    if type(parent) is cst.Arg:
         call = ctx.parent(parent)
-        if not isinstance(call, cst.Call):
+        if type(call) is not cst.Call:
             return None, None
         keyword = parent.keyword.value if parent.keyword is not None else None
         if keyword in DEVICE_KEYWORDS:
@@ -146,17 +146,17 @@ def _position_of(
             return "device_type", None
         if name in _GENERATOR:
             return "device", None
-        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "to" and name is None:
+        if type(call.func) is cst.Attribute and call.func.attr.value == "to" and name is None:
             return "device", None
         return None, None
-    if isinstance(parent, cst.Assign) and child is parent.value:
+    if type(parent) is cst.Assign and child is parent.value:
         for target in parent.targets:
             if _is_device_target(ctx, target.target):
                 return "assign", target.target
         return None, None
-    if isinstance(parent, cst.AnnAssign) and child is parent.value and _is_device_target(ctx, parent.target):
+    if type(parent) is cst.AnnAssign and child is parent.value and _is_device_target(ctx, parent.target):
         return "assign", parent.target
-    if isinstance(parent, cst.Param) and child is parent.default and _is_device_parameter(ctx, parent.name.value):
+    if type(parent) is cst.Param and child is parent.default and _is_device_parameter(ctx, parent.name.value):
         return "default", None
     return None, None
 
@@ -173,16 +173,16 @@ def _is_device_parameter(ctx: FileContext, name: str) -> bool:
 
 def _is_cpu(ctx: FileContext, node: cst.BaseExpression) -> bool:
     """`"cpu"` or `torch.device("cpu")`."""
-    if isinstance(node, cst.Call) and ctx.qualify(node.func) == "torch.device" and node.args:
+    if type(node) is cst.Call and ctx.qualify(node.func) == "torch.device" and node.args:
         node = node.args[0].value
     literal = string_value(node)
     return literal is not None and literal.split(":", 1)[0] == "cpu"
 
 
 def _is_device_target(ctx: FileContext, target: cst.BaseExpression) -> bool:
-    if isinstance(target, cst.Name):
+    if type(target) is cst.Name:
         name = target.value
-    elif isinstance(target, cst.Attribute):
+    elif type(target) is cst.Attribute:
         name = target.attr.value
     else:
         return False
@@ -196,12 +196,12 @@ def is_device_attribute(node: cst.BaseExpression) -> bool:
     """Is `node` a tensor's `.device` (a torch.device), as in `x.device` or
     `next(model.parameters()).device`? `self.device`, `args.device` and `cfg.model.device`
     are often strings, and are not."""
-    if not isinstance(node, cst.Attribute) or node.attr.value != "device":
+    if type(node) is not cst.Attribute or node.attr.value != "device":
         return False
     receiver = node.value
     root = receiver
-    while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
-        root = root.value if not isinstance(root, cst.Call) else root.func
-    if isinstance(receiver, cst.Name) and receiver.value in _CONFIG_ROOTS:
+    while type(root) in (cst.Attribute, cst.Subscript, cst.Call):
+        root = root.value if type(root) is not cst.Call else root.func
+    if type(receiver) is cst.Name and receiver.value in _CONFIG_ROOTS:
         return False
-    return not (isinstance(receiver, cst.Attribute) and isinstance(root, cst.Name) and root.value in _CONFIG_ROOTS - {"self"})
+    return not (type(receiver) is cst.Attribute and type(root) is cst.Name and root.value in _CONFIG_ROOTS - {"self"})

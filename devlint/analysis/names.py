@@ -20,9 +20,9 @@ class ImportTable:
         self.aliases: dict[str, str] = {}
         self.torch_aliases: list[str] = []  # names bound to the `torch` package itself
         for node in statements(module):
-            if isinstance(node, cst.Import):
+            if type(node) is cst.Import:
                 self._add_import(node)
-            elif isinstance(node, cst.ImportFrom):
+            elif type(node) is cst.ImportFrom:
                 self._add_import_from(node)
 
     def _add_import(self, node: cst.Import) -> None:
@@ -30,23 +30,23 @@ class ImportTable:
             full = dotted_name(alias.name)
             if full is None:
                 continue
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            if alias.asname is not None and type(alias.asname.name) is cst.Name:
                 self._bind(alias.asname.name.value, full)
             else:
                 head = full.split(".", 1)[0]
                 self._bind(head, head)
 
     def _add_import_from(self, node: cst.ImportFrom) -> None:
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+        if node.relative or node.module is None or type(node.names) is cst.ImportStar:
             return
         base = dotted_name(node.module)
         if base is None:
             return
         for alias in node.names:
-            if not isinstance(alias.name, cst.Name):
+            if type(alias.name) is not cst.Name:
                 continue
             local = alias.name.value
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            if alias.asname is not None and type(alias.asname.name) is cst.Name:
                 local = alias.asname.name.value
             self._bind(local, f"{base}.{alias.name.value}")
 
@@ -81,10 +81,10 @@ def local_bindings(function: cst.FunctionDef | cst.Lambda) -> frozenset[str]:
     params = function.params
     for param in (
         *params.posonly_params, *params.params, *params.kwonly_params,
-        *(p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)),
+        *(p for p in (params.star_arg, params.star_kwarg) if type(p) is cst.Param),
     ):  # fmt: skip
         names.add(param.name.value)
-    if isinstance(function, cst.Lambda):
+    if type(function) is cst.Lambda:
         return frozenset(names)
     imported: set[str] = set()
     for node in statements(function.body, enter_definitions=False):
@@ -109,11 +109,11 @@ def local_bindings(function: cst.FunctionDef | cst.Lambda) -> frozenset[str]:
 
 
 def _import_names(node: cst.Import | cst.ImportFrom) -> set[str]:
-    if isinstance(node.names, cst.ImportStar):
+    if type(node.names) is cst.ImportStar:
         return set()
     names = set()
     for alias in node.names:
-        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+        if alias.asname is not None and type(alias.asname.name) is cst.Name:
             names.add(alias.asname.name.value)
         else:
             dotted = dotted_name(alias.name)

@@ -318,10 +318,10 @@ def _is_empty(whitespace: object) -> bool:
 def dotted_name(node: cst.BaseExpression) -> str | None:
     """`a.b.c` for a chain of names and attributes, else None."""
     parts = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:
         parts.append(node.attr.value)
         node = node.value
-    if not isinstance(node, cst.Name):
+    if type(node) is not cst.Name:
         return None
     parts.append(node.value)
     return ".".join(reversed(parts))
@@ -358,7 +358,7 @@ def _evaluate(node: cst.SimpleString) -> str | None:
 
 
 def int_value(node: cst.CSTNode) -> int | None:
-    if isinstance(node, cst.Integer):
+    if type(node) is cst.Integer:
         try:
             return int(node.value.replace("_", ""), 0)
         except ValueError:
@@ -368,10 +368,10 @@ def int_value(node: cst.CSTNode) -> int | None:
 
 def bound_names(target: cst.BaseExpression) -> Iterator[str]:
     """Names bound by an assignment target (`a`, `a, (b, *c)`), not attributes."""
-    if isinstance(target, cst.Name):
+    if type(target) is cst.Name:
         yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
+    elif type(target) in (cst.Tuple, cst.List):
         for element in target.elements:
             yield from bound_names(element.value)
-    elif isinstance(target, cst.StarredElement):
+    elif type(target) is cst.StarredElement:
         yield from bound_names(target.value)

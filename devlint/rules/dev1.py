@@ -78,11 +78,11 @@ class HardcodedDevice(Rule):
     def _fix(self, found: DeviceLiteral) -> FixPlan | None:
         if found.nested or found.index == VARIABLE:
             return None
-        is_string = isinstance(found.unit, cst.SimpleString)
+        is_string = type(found.unit) is cst.SimpleString
         device = self.binding.device()
         if found.position == "assign":
             # A string stays a string, since code may compare it to "cuda".
-            binding_name = isinstance(found.target, cst.Name) and found.target.value in (self.binding.name, "device")
+            binding_name = type(found.target) is cst.Name and found.target.value in (self.binding.name, "device")
             if is_string and not binding_name and device is not None and device.kind == "device":
                 return FixPlan.safe(Replace(found.unit, device.type_code), *device.edits)
             if binding_name or is_string:
@@ -140,7 +140,7 @@ class CudaMethod(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value != "cuda":
+        if type(func) is not cst.Attribute or func.attr.value != "cuda":
             return
         if self.ctx.qualify(func) is not None:
             return  # `torch.cuda(...)` is not a method call on a tensor
@@ -154,7 +154,7 @@ class CudaMethod(Rule):
         if self.ctx.in_accelerator_branch():
             return  # as portable as a guarded `.to("cuda")`
         if index is not None:
-            if value is None and not (isinstance(index, cst.Name) and index.value == "None"):
+            if value is None and not (type(index) is cst.Name and index.value == "None"):
                 self.report(node, "`.cuda(index)` only runs with CUDA: move with `.to(device)` and a per-process device")
                 return
         device = None if self._defines_cuda_method() else self.binding.device()
@@ -194,8 +194,8 @@ class CudaMethod(Rule):
     def _defines_cuda_method(self) -> bool:
         if self._own_cuda_method is None:
             self._own_cuda_method = any(
-                isinstance(node, cst.ClassDef)
-                and any(isinstance(s, cst.FunctionDef) and s.name.value == "cuda" for s in node.body.body)
+                type(node) is cst.ClassDef
+                and any(type(s) is cst.FunctionDef and s.name.value == "cuda" for s in node.body.body)
                 for node in self.ctx.tree.nodes
             )
         return self._own_cuda_method
@@ -237,7 +237,7 @@ class HardcodedDeviceIndex(Rule):
             return
         func = node.func
         name = self.ctx.qualify(func)
-        if isinstance(func, cst.Attribute) and func.attr.value == "cuda" and name is None:
+        if type(func) is cst.Attribute and func.attr.value == "cuda" and name is None:
             index = next((int_value(a.value) for a in node.args if _is_device_index(a, node.args)), None)
             if index not in (None, 0):
                 self.report(node, f"`.cuda({index})` hardcodes GPU {index}: use LOCAL_RANK or DDP to pick the GPU")
@@ -271,7 +271,7 @@ def _is_device_index(arg: cst.Arg, args: Sequence[cst.Arg]) -> bool:
 
 
 def _int_list(node: cst.BaseExpression) -> bool:
-    return isinstance(node, (cst.List, cst.Tuple)) and all(int_value(e.value) is not None for e in node.elements)
+    return type(node) in (cst.List, cst.Tuple) and all(int_value(e.value) is not None for e in node.elements)
 
 
 _LEGACY_DTYPES = {
@@ -345,7 +345,7 @@ class LegacyTensorType(Rule):
         if found is False:
             return
         for target in node.targets:
-            if isinstance(target.target, cst.Name):
+            if type(target.target) is cst.Name:
                 self._aliases[self._alias_key(target.target.value)] = found
 
     def _alias_key(self, name: str) -> tuple[int, str]:
@@ -357,20 +357,20 @@ class LegacyTensorType(Rule):
     def _alias_value(self, value: cst.BaseExpression):
         """(dtype, cuda) for `torch.cuda.FloatTensor if c else torch.FloatTensor`; None if
         the branches disagree on dtype; False if not an alias."""
-        if isinstance(value, cst.IfExp):
+        if type(value) is cst.IfExp:
             branches = [legacy_type(self.ctx.qualify(b)) for b in (value.body, value.orelse)]
             if not all(branches):
                 return False
             dtypes = {b[0] for b in branches}
             return (dtypes.pop(), any(b[1] for b in branches)) if len(dtypes) == 1 else None
-        found = legacy_type(self.ctx.qualify(value)) if isinstance(value, (cst.Attribute, cst.Name)) else None
+        found = legacy_type(self.ctx.qualify(value)) if type(value) in (cst.Attribute, cst.Name) else None
         return found if found is not None else False
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         qualified = self.ctx.qualify(func)
         found = legacy_type(qualified)
-        if found is None and isinstance(func, cst.Name) and self._alias_key(func.value) in self._aliases:
+        if found is None and type(func) is cst.Name and self._alias_key(func.value) in self._aliases:
             alias = self._aliases[self._alias_key(func.value)]
             self.report(node, f"`{func.value}` is a legacy tensor type: use a factory with dtype= and device=",
                         self._constructor_fix(node, alias) if alias else None)  # fmt: skip
@@ -379,7 +379,7 @@ class LegacyTensorType(Rule):
             self.report(node, f"legacy constructor `{dotted_name(func)}`: use a factory with dtype= and device=",
                         self._constructor_fix(node, found))  # fmt: skip
             return
-        if isinstance(func, cst.Attribute) and func.attr.value == "type" and qualified is None:
+        if type(func) is cst.Attribute and func.attr.value == "type" and qualified is None:
             self._check_type_method(node)
         elif qualified == "torch.set_default_tensor_type" and len(node.args) == 1:
             target = self._type_argument(node.args[0].value)
@@ -393,7 +393,7 @@ class LegacyTensorType(Rule):
         literal = string_value(arg)
         if literal is not None:
             return legacy_type(literal)
-        if isinstance(arg, cst.Name) and self._alias_key(arg.value) in self._aliases:
+        if type(arg) is cst.Name and self._alias_key(arg.value) in self._aliases:
             return self._aliases[self._alias_key(arg.value)]
         return legacy_type(self.ctx.qualify(arg))
 
@@ -415,7 +415,7 @@ class LegacyTensorType(Rule):
         self.report(node, "`.type()` with a legacy tensor type: use `.to(device, dtype)`", fix)
 
     def _to_fix(self, node: cst.Call, args: str, edits) -> FixPlan:
-        assert isinstance(node.func, cst.Attribute)
+        assert type(node.func) is cst.Attribute
         receiver = node.func.with_changes(attr=cst.Name("to"))
         new = node.with_changes(func=receiver, args=cst.parse_expression(f"f({args})").args, lpar=(), rpar=())
         return FixPlan.safe(Replace(node, self.ctx.module.code_for_node(new)), *edits)
@@ -451,16 +451,16 @@ def _argument_shape(args) -> str | None:
     if arg.star:
         return "sizes"
     value = arg.value
-    if isinstance(value, cst.Integer):
+    if type(value) is cst.Integer:
         return "sizes"
-    if isinstance(value, cst.Attribute) and value.attr.value == "shape":
+    if type(value) is cst.Attribute and value.attr.value == "shape":
         return "sizes"
-    if isinstance(value, cst.Subscript) and isinstance(value.value, cst.Attribute) and value.value.attr.value == "shape":
+    if type(value) is cst.Subscript and type(value.value) is cst.Attribute and value.value.attr.value == "shape":
         return "sizes"
-    if isinstance(value, cst.Call):
+    if type(value) is cst.Call:
         name = dotted_name(value.func) or ""
         return "sizes" if name.rsplit(".", 1)[-1] in _SIZE_CALLS else "data"
-    if isinstance(value, (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp)):
+    if type(value) in (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp):
         return "data"
     return None
 
@@ -525,7 +525,7 @@ class DeprecatedCudaAmp(Rule):
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         target = node.decorator
-        if isinstance(target, (cst.Name, cst.Attribute)):
+        if type(target) in (cst.Name, cst.Attribute):
             entry = _AMP.get(self.ctx.qualify(target) or "")
             if entry is not None:
                 self._report(target, entry, [], call=None)
@@ -543,7 +543,7 @@ class DeprecatedCudaAmp(Rule):
         if qualified not in _AMP:
             return
         parent = self.ctx.parent(node)
-        if isinstance(parent, (cst.Call, cst.Decorator, cst.Attribute)) or in_compat_fallback(self.ctx.ancestors):
+        if type(parent) in (cst.Call, cst.Decorator, cst.Attribute) or in_compat_fallback(self.ctx.ancestors):
             return
         self.report(node, f"`{dotted_name(node)}` is deprecated: use `torch.amp.{_AMP[qualified][0]}`")
 
@@ -701,14 +701,14 @@ class UnguardedCudaApi(Rule):
         if node.lpar:
             return None
         expr = self.ctx.parent(node)
-        line = self.ctx.parent(expr) if isinstance(expr, cst.Expr) else None
-        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+        line = self.ctx.parent(expr) if type(expr) is cst.Expr else None
+        if type(line) is not cst.SimpleStatementLine or len(line.body) != 1:
             return None
         module = self.ctx.module
         return "".join(
             (n.indent if n.indent is not None else module.default_indent)
             for n in self.ctx.ancestors
-            if isinstance(n, cst.IndentedBlock)
+            if type(n) is cst.IndentedBlock
         )
 
     def _guarded(self) -> bool:
@@ -716,7 +716,7 @@ class UnguardedCudaApi(Rule):
             return True
         # code in a function or class named for CUDA (`benchmark_cuda`, `CUDAPrefetcher`) is CUDA-only by intent
         return any(
-            isinstance(n, (cst.FunctionDef, cst.ClassDef)) and any(w in n.name.value.lower() for w in ("cuda", "gpu"))
+            type(n) in (cst.FunctionDef, cst.ClassDef) and any(w in n.name.value.lower() for w in ("cuda", "gpu"))
             for n in self.ctx.ancestors
         )
 
@@ -754,9 +754,9 @@ class DeviceStringComparison(Rule):
         if len(node.comparisons) != 1:
             return
         target = node.comparisons[0]
-        if not isinstance(target.operator, (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)):
+        if type(target.operator) not in (cst.Equal, cst.NotEqual, cst.In, cst.NotIn):
             return
-        literals = _device_strings(target.comparator, allow_many=isinstance(target.operator, (cst.In, cst.NotIn)))
+        literals = _device_strings(target.comparator, allow_many=type(target.operator) in (cst.In, cst.NotIn))
         if not literals or not self._is_torch_device(node.left):
             return
         left = self.source_of(node.left)
@@ -766,7 +766,7 @@ class DeviceStringComparison(Rule):
         self.report(node, f"a torch.device never equals a string ({shown}): compare `{fix_code}`", fix)
 
     def _is_torch_device(self, node: cst.BaseExpression) -> bool:
-        if isinstance(node, cst.Name):
+        if type(node) is cst.Name:
             return self.binding.holds_device(node.value)
         return is_device_attribute(node)
 
@@ -774,8 +774,8 @@ class DeviceStringComparison(Rule):
 def _device_strings(node: cst.BaseExpression, *, allow_many: bool) -> list[str]:
     """`"cuda"` -> ["cuda"]; with `allow_many`, `("cuda", "mps")` -> ["cuda", "mps"]. Empty
     unless every element is a device string."""
-    if allow_many and isinstance(node, (cst.Tuple, cst.List, cst.Set)):
-        values = [string_value(e.value) if not isinstance(e, cst.StarredElement) else None for e in node.elements]
+    if allow_many and type(node) in (cst.Tuple, cst.List, cst.Set):
+        values = [string_value(e.value) if type(e) is not cst.StarredElement else None for e in node.elements]
     else:
         values = [string_value(node)]
     if not values or any(v is None or v.split(":", 1)[0] not in _DEVICE_STRINGS for v in values):

@@ -97,7 +97,7 @@ class MixedDevices(Rule):
     def _fix(self, analysis: DeviceAnalysis, conflict: Conflict) -> FixPlan | None:
         cpu = conflict.cpu.value
         origin = cpu.origin
-        if cpu.source is not Source.FACTORY or not isinstance(origin, cst.Call):
+        if cpu.source is not Source.FACTORY or type(origin) is not cst.Call:
             return None
         if not analysis.in_current_scope(origin):
             return None
@@ -188,7 +188,7 @@ class DiscardedTo(Rule):
 
     def visit_Expr(self, node: cst.Expr) -> None:
         call = node.value
-        if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+        if type(call) is not cst.Call or type(call.func) is not cst.Attribute:
             return
         method = call.func.attr.value
         if method not in ("to", "cuda", "cpu"):
@@ -230,7 +230,7 @@ class NumpyOnDevice(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value != "numpy":
+        if type(func) is not cst.Attribute or func.attr.value != "numpy":
             return
         if any(a.keyword is not None and a.keyword.value == "force" for a in node.args):
             return
@@ -285,10 +285,10 @@ class UnregisteredModuleTensor(Rule):
             self._check(node, node.target, node.value)
 
     def _check(self, node: cst.CSTNode, target: cst.BaseExpression, value_node: cst.BaseExpression) -> None:
-        if not isinstance(target, cst.Attribute) or not isinstance(target.value, cst.Name):
+        if type(target) is not cst.Attribute or type(target.value) is not cst.Name:
             return
         functions = self.ctx.functions()
-        if not functions or not isinstance(functions[0], cst.FunctionDef):
+        if not functions or type(functions[0]) is not cst.FunctionDef:
             return
         method = functions[0]
         analysis = DeviceAnalysis.of(self.ctx)
@@ -317,7 +317,7 @@ class UnregisteredModuleTensor(Rule):
             f"on {value.device}; register it as a buffer"
         )
         fix = None
-        if not _class_level(cls, attr) and isinstance(node, cst.Assign):
+        if not _class_level(cls, attr) and type(node) is cst.Assign:
             code = analysis.code(value_node, 10_000)
             text = f'{self_name}.register_buffer("{attr}", {code}, persistent=False)'
             fix = FixPlan.unsafe(Replace(node, text))
@@ -344,14 +344,14 @@ def _runs_at_construction(tree: Tree, method: cst.FunctionDef, cls: cst.ClassDef
     name = method.name.value
     if name == "__init__":
         return True
-    for candidate in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
-        if isinstance(candidate, cst.FunctionDef) and candidate.name.value == "__init__":
+    for candidate in cls.body.body if type(cls.body) is cst.IndentedBlock else ():
+        if type(candidate) is cst.FunctionDef and candidate.name.value == "__init__":
             for node in tree.walk(candidate.body):
                 if (
-                    isinstance(node, cst.Call)
-                    and isinstance(node.func, cst.Attribute)
+                    type(node) is cst.Call
+                    and type(node.func) is cst.Attribute
                     and node.func.attr.value == name
-                    and isinstance(node.func.value, cst.Name)
+                    and type(node.func.value) is cst.Name
                 ):
                     return True
     return False
@@ -360,16 +360,16 @@ def _runs_at_construction(tree: Tree, method: cst.FunctionDef, cls: cst.ClassDef
 def _other_assignments(tree: Tree, cls: cst.ClassDef, self_name: str, attr: str, node: cst.CSTNode) -> list:
     """(method, value) of every other `self.<attr> = value` in the class's methods."""
     found = []
-    for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
-        if not isinstance(stmt, cst.FunctionDef):
+    for stmt in cls.body.body if type(cls.body) is cst.IndentedBlock else ():
+        if type(stmt) is not cst.FunctionDef:
             continue
         for child in tree.walk(stmt.body):
             if child is node:
                 continue
             targets: list = []
-            if isinstance(child, cst.Assign):
+            if type(child) is cst.Assign:
                 targets = [t.target for t in child.targets]
-            elif isinstance(child, (cst.AnnAssign, cst.AugAssign)) and getattr(child, "value", None) is not None:
+            elif type(child) in (cst.AnnAssign, cst.AugAssign) and getattr(child, "value", None) is not None:
                 targets = [child.target]
             for target in targets:
                 if dotted_name(target) == f"{self_name}.{attr}":
@@ -378,11 +378,11 @@ def _other_assignments(tree: Tree, cls: cst.ClassDef, self_name: str, attr: str,
 
 
 def _class_level(cls: cst.ClassDef, attr: str) -> bool:
-    for stmt in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
-        if isinstance(stmt, cst.SimpleStatementLine):
+    for stmt in cls.body.body if type(cls.body) is cst.IndentedBlock else ():
+        if type(stmt) is cst.SimpleStatementLine:
             for small in stmt.body:
-                if isinstance(small, cst.Assign) and any(dotted_name(t.target) == attr for t in small.targets):
+                if type(small) is cst.Assign and any(dotted_name(t.target) == attr for t in small.targets):
                     return True
-                if isinstance(small, cst.AnnAssign) and small.value is not None and dotted_name(small.target) == attr:
+                if type(small) is cst.AnnAssign and small.value is not None and dotted_name(small.target) == attr:
                     return True
     return False

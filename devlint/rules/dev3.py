@@ -185,7 +185,7 @@ class BatchLeftOnCpu(Rule):
 
     def _fix(self, node: cst.For, conflict: Conflict) -> FixPlan | None:
         body = node.body
-        if not isinstance(body, cst.IndentedBlock) or not body.body:
+        if type(body) is not cst.IndentedBlock or not body.body:
             return None
         device = _device_code(self, conflict.other.value.device, same_scope=True)
         if device is None:
@@ -251,12 +251,12 @@ class LoadWithoutMapLocation(Rule):
     def _is_checkpoint(self, node: cst.Call) -> bool:
         child: cst.CSTNode = node
         parent = self.ctx.parent(node)
-        while isinstance(parent, cst.Subscript) and parent.value is child:
+        while type(parent) is cst.Subscript and parent.value is child:
             child, parent = parent, self.ctx.parent(parent)
-        if isinstance(parent, cst.Arg):
+        if type(parent) is cst.Arg:
             call = self.ctx.parent(parent)
-            return isinstance(call, cst.Call) and _method_name(call) == "load_state_dict"
-        if isinstance(parent, cst.Assign) and child is node and len(parent.targets) == 1:
+            return type(call) is cst.Call and _method_name(call) == "load_state_dict"
+        if type(parent) is cst.Assign and child is node and len(parent.targets) == 1:
             name = dotted_name(parent.targets[0].target)
             functions = self.ctx.functions()
             scope = functions[0].body if functions else self.ctx.module
@@ -308,7 +308,7 @@ class OptimizerBeforeMove(Rule):
         models = {
             key
             for call in self.ctx.tree.walk(params.value)
-            if isinstance(call, cst.Call) and _method_name(call) in ("parameters", "named_parameters")
+            if type(call) is cst.Call and _method_name(call) in ("parameters", "named_parameters")
             for key in [dotted_name(call.func.value)]
             if key is not None
         }
@@ -340,7 +340,7 @@ def _scopes(tree: Tree, module: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, tupl
 def _assigned_key(ctx, node: cst.Call) -> str | None:
     """`model` (or `self.model`) when the construction is assigned straight to it."""
     parent = ctx.parent(node)
-    if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+    if type(parent) is cst.Assign and len(parent.targets) == 1:
         return dotted_name(parent.targets[0].target)
     return None
 
@@ -352,9 +352,9 @@ def _touched_elsewhere(tree: Tree, within: cst.CSTNode, key: str, here: cst.CSTN
         if scope is here or scope is within:
             continue
         for node in tree.walk(scope):
-            if isinstance(node, cst.Global) and any(n.name.value == key for n in node.names):
+            if type(node) is cst.Global and any(n.name.value == key for n in node.names):
                 return True
-            if isinstance(node, cst.Call):
+            if type(node) is cst.Call:
                 if _method_name(node) in _MOVES and dotted_name(node.func.value) == key:
                     return True
                 if any(dotted_name(a.value) == key for a in node.args):
@@ -367,7 +367,7 @@ def _where(device: Device) -> str:
 
 
 def _method_name(call: cst.Call) -> str | None:
-    return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+    return call.func.attr.value if type(call.func) is cst.Attribute else None
 
 
 def _device_code(rule: Rule, device: Device, *, same_scope: bool) -> tuple[str, tuple] | None:
@@ -404,11 +404,11 @@ def _visible(ctx, name: str) -> bool:
             return False
         for node in ctx.tree.walk_scope(stmt):
             target = None
-            if isinstance(node, cst.AssignTarget):
+            if type(node) is cst.AssignTarget:
                 target = node.target
-            elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            elif type(node) in (cst.FunctionDef, cst.ClassDef):
                 target = node.name
-            elif isinstance(node, cst.ImportAlias):
+            elif type(node) is cst.ImportAlias:
                 target = node.asname.name if node.asname is not None else node.name
             if target is not None and name in set(bound_names(target)) | {dotted_name(target)}:
                 return True
@@ -419,26 +419,26 @@ def _batch_target(node: cst.For) -> cst.BaseExpression | None:
     """The part of the loop target that holds the batch (`i, batch` of `enumerate`)."""
     target = node.target
     iterable = node.iter
-    if isinstance(iterable, cst.Call) and dotted_name(iterable.func) == "enumerate":
-        if isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2:
+    if type(iterable) is cst.Call and dotted_name(iterable.func) == "enumerate":
+        if type(target) in (cst.Tuple, cst.List) and len(target.elements) == 2:
             return target.elements[1].value
         return None
-    if isinstance(iterable, cst.Call) and dotted_name(iterable.func) == "zip":
+    if type(iterable) is cst.Call and dotted_name(iterable.func) == "zip":
         return None
     return target
 
 
 def _rebinding(target: cst.BaseExpression | None, body: cst.IndentedBlock, device: str) -> str | None:
     """The statement that moves the batch: by the target's shape and the batch's uses."""
-    if isinstance(target, (cst.Tuple, cst.List)):
+    if type(target) in (cst.Tuple, cst.List):
         names = [e.value for e in target.elements]
-        if not names or not all(isinstance(n, cst.Name) for n in names):
+        if not names or not all(type(n) is cst.Name for n in names):
             return None
         used = [n.value for n in names if any(_uses(body, n.value))]
         if not used:
             return None
         return f"{', '.join(used)} = {', '.join(f'{n}.to({device})' for n in used)}"
-    if not isinstance(target, cst.Name):
+    if type(target) is not cst.Name:
         return None
     name = target.value
     shapes = {_shape_of_use(use, parent) for use, parent in _uses(body, name)}
@@ -457,31 +457,31 @@ def _uses(body: cst.CSTNode, name: str) -> Iterator[tuple[cst.Name, cst.CSTNode]
     while stack:
         node = stack.pop()
         for child in children(node):
-            if isinstance(child, cst.Name) and child.value == name:
-                if not (isinstance(node, cst.Attribute) and node.attr is child):
+            if type(child) is cst.Name and child.value == name:
+                if not (type(node) is cst.Attribute and node.attr is child):
                     yield child, node
             stack.append(child)
 
 
 def _shape_of_use(use: cst.Name, parent: cst.CSTNode) -> str:
-    if isinstance(parent, cst.Subscript) and parent.value is use and len(parent.slice) == 1:
+    if type(parent) is cst.Subscript and parent.value is use and len(parent.slice) == 1:
         index = parent.slice[0].slice
-        if isinstance(index, cst.Index):
-            if isinstance(index.value, (cst.SimpleString, cst.ConcatenatedString)):
+        if type(index) is cst.Index:
+            if type(index.value) in (cst.SimpleString, cst.ConcatenatedString):
                 return "dict"
-            if isinstance(index.value, cst.Integer):
+            if type(index.value) is cst.Integer:
                 return "sequence"
         return "other"
-    if isinstance(parent, cst.Assign) and parent.value is use:
+    if type(parent) is cst.Assign and parent.value is use:
         targets = [t.target for t in parent.targets]
-        if all(isinstance(t, (cst.Tuple, cst.List)) for t in targets):
+        if all(type(t) in (cst.Tuple, cst.List) for t in targets):
             return "sequence"
         return "other"
-    if isinstance(parent, cst.Arg):
+    if type(parent) is cst.Arg:
         return "tensor"
-    if isinstance(parent, cst.Attribute) and parent.value is use:
+    if type(parent) is cst.Attribute and parent.value is use:
         return "other"
-    if isinstance(parent, (cst.BinaryOperation, cst.Comparison, cst.ComparisonTarget)):
+    if type(parent) in (cst.BinaryOperation, cst.Comparison, cst.ComparisonTarget):
         return "tensor"
     return "other"
 
@@ -491,7 +491,7 @@ def _indentation(ctx, body: cst.IndentedBlock) -> str:
     default = ctx.module.default_indent
     indent = ""
     for node in ctx.ancestors:
-        if isinstance(node, cst.IndentedBlock):
+        if type(node) is cst.IndentedBlock:
             indent += node.indent if node.indent is not None else default
     return indent + (body.indent if body.indent is not None else default)
 
@@ -499,13 +499,13 @@ def _indentation(ctx, body: cst.IndentedBlock) -> str:
 def _used_as_checkpoint(tree: Tree, scope: cst.CSTNode, name: str) -> bool:
     """Is `name` given to `load_state_dict` (itself or an entry), or used as a model?"""
     for node in tree.walk_scope(scope):
-        if not isinstance(node, cst.Call):
+        if type(node) is not cst.Call:
             continue
         method = _method_name(node)
         if method == "load_state_dict":
             for arg in node.args:
                 value = arg.value
-                while isinstance(value, cst.Subscript):
+                while type(value) is cst.Subscript:
                     value = value.value
                 if dotted_name(value) == name:
                     return True
@@ -519,11 +519,11 @@ def _later_move(analysis: DeviceAnalysis, scope: cst.CSTNode, model: str, line: 
     moves = []
     rebinds = []
     for node in analysis.ctx.tree.walk_scope(scope):
-        if isinstance(node, cst.Call) and _method_name(node) in _MOVES and dotted_name(node.func.value) == model:
+        if type(node) is cst.Call and _method_name(node) in _MOVES and dotted_name(node.func.value) == model:
             value = analysis.value_of(node)
             if value.origin is node and value.source is Source.MOVE and not value.device.is_cpu:
                 moves.append(node)
-        elif isinstance(node, cst.AssignTarget) and dotted_name(node.target) == model:
+        elif type(node) is cst.AssignTarget and dotted_name(node.target) == model:
             rebinds.append(node)
     after = [m for m in moves if analysis.line_of(m) > line]
     if not after:

@@ -51,10 +51,10 @@ class SyncInLoop(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         analysis = DeviceAnalysis.of(self.ctx)
-        if isinstance(func, cst.Attribute) and func.attr.value in device_tables.SYNC_METHODS and not node.args:
+        if type(func) is cst.Attribute and func.attr.value in device_tables.SYNC_METHODS and not node.args:
             tensor = func.value
             what = f"`.{func.attr.value}()`"
-        elif isinstance(func, cst.Name) and func.value in device_tables.SYNC_BUILTINS and node.args:
+        elif type(func) is cst.Name and func.value in device_tables.SYNC_BUILTINS and node.args:
             if self.ctx.is_local(func.value) or func.value in self.ctx.imports.aliases:
                 return
             tensor = next((a.value for a in node.args if _on_accelerator(analysis.value_of(a.value))), None)
@@ -104,10 +104,10 @@ class CreateThenMove(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value != "to":
+        if type(func) is not cst.Attribute or func.attr.value != "to":
             return
         factory = func.value
-        if not isinstance(factory, cst.Call) or not factory.args or factory.lpar:
+        if type(factory) is not cst.Call or not factory.args or factory.lpar:
             return
         qualified = self.ctx.qualify(factory.func)
         if qualified not in device_tables.FACTORIES or qualified in ("torch.vander", "torch.fill"):
@@ -170,7 +170,7 @@ class TransferInLoop(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
-        if not isinstance(func, cst.Attribute) or func.attr.value != "to":
+        if type(func) is not cst.Attribute or func.attr.value != "to":
             return
         name = dotted_name(func.value)
         if name is None:
@@ -228,17 +228,17 @@ def _device_argument(call: cst.Call) -> cst.BaseExpression | None:
 def _changes_in(tree: Tree, loop: cst.For | cst.While, name: str) -> bool:
     """Is `name` rebound, or written in place, anywhere in the loop?"""
     head = name.split(".", 1)[0]
-    if isinstance(loop, cst.For) and (head in set(bound_names(loop.target)) or dotted_name(loop.target) == name):
+    if type(loop) is cst.For and (head in set(bound_names(loop.target)) or dotted_name(loop.target) == name):
         return True
     for node in tree.walk_scope(loop):
         target = None
-        if isinstance(node, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
+        if type(node) in (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor):
             target = node.target
-        elif isinstance(node, cst.NamedExpr):
+        elif type(node) is cst.NamedExpr:
             target = node.target
-        elif isinstance(node, cst.WithItem) and node.asname is not None:
+        elif type(node) is cst.WithItem and node.asname is not None:
             target = node.asname.name
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        elif type(node) is cst.Call and type(node.func) is cst.Attribute:
             method = node.func.attr.value
             if method.endswith("_") and not method.endswith("__") and dotted_name(node.func.value) == name:
                 return True
@@ -246,7 +246,7 @@ def _changes_in(tree: Tree, loop: cst.For | cst.While, name: str) -> bool:
                 return True
         if target is None:
             continue
-        while isinstance(target, cst.Subscript):
+        while type(target) is cst.Subscript:
             target = target.value
         if dotted_name(target) in (name, head) or head in set(bound_names(target)):
             return True
