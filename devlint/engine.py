@@ -133,6 +133,13 @@ def _parse_error(text: str, path: str, err: cst.ParserSyntaxError) -> Diagnostic
 
 def _run_rules(module: cst.Module, path: str, config: Config, errors: list[InternalError]) -> list[Report]:
     ctx = FileContext(module, path, config)
+    try:
+        return _walk(ctx, path, config, errors)
+    finally:
+        ctx.close()
+
+
+def _walk(ctx: FileContext, path: str, config: Config, errors: list[InternalError]) -> list[Report]:
     binding = BindingService(ctx)
     reports: list[Report] = []
     dispatch: dict[type, list] = {}

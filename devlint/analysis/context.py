@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from devlint.config import Config
 
 _SKIP_DECORATORS = {"skipIf": False, "skipif": False, "skipUnless": True}
+
+
+def _no_names(node: cst.BaseExpression) -> str | None:
+    return None
 _BOOKKEEPING = frozenset(
     {cst.Module, cst.IndentedBlock, cst.FunctionDef, cst.ClassDef, cst.Lambda,
      cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For}
@@ -166,6 +170,14 @@ class FileContext:
         return False
 
     # -- bookkeeping, called by the engine's walk ------------------------------------
+
+    def close(self) -> None:
+        """The walk is over: drop the references back to this context (the device
+        analysis and the guard oracle hold it), so that the file's tree is freed as soon
+        as it is no longer used, not by a pass of the cycle collector over all of it."""
+        self.device_analysis = None
+        self.guards = GuardOracle(_no_names)
+        self._answers = {}
 
     def enter(self, node: cst.CSTNode) -> None:
         self.ancestors.append(node)
