@@ -7,8 +7,8 @@ never walk the tree themselves.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
@@ -21,10 +21,6 @@ if TYPE_CHECKING:
     from devlint.config import Config
 
 _SKIP_DECORATORS = {"skipIf": False, "skipif": False, "skipUnless": True}
-
-
-def _no_names(node: cst.BaseExpression) -> str | None:
-    return None
 _BOOKKEEPING = frozenset(
     {cst.Module, cst.IndentedBlock, cst.FunctionDef, cst.ClassDef, cst.Lambda,
      cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For}
@@ -177,6 +173,7 @@ class FileContext:
         as it is no longer used, not by a pass of the cycle collector over all of it."""
         self.device_analysis = None
         self.guards = GuardOracle(_no_names)
+        self._answers_for = None
         self._answers = {}
 
     def enter(self, node: cst.CSTNode) -> None:
@@ -230,3 +227,8 @@ class FileContext:
             return when(test)
         lowered = name.lower()
         return "cuda" in lowered or "gpu" in lowered
+
+
+def _no_names(node: cst.BaseExpression) -> str | None:
+    """The guard oracle's name resolution once the walk is over."""
+    return None
