@@ -241,7 +241,7 @@ class FileModel:
         shapes: dict[str, set[str]] = {}
         for owner in [*self.local_bases(cls), cls]:
             for method in self._methods(owner):
-                if "staticmethod" in {dotted_name(d.decorator) for d in method.decorators}:
+                if "staticmethod" in _decorator_names(method):
                     continue
                 shadowed = self.ctx.bindings_of(method)
                 for attr, value in _self_assignments(method):
@@ -257,7 +257,7 @@ class FileModel:
         under `if ... else`: the kinds disagree), or "any"."""
         if type(value) is cst.Call:
             qualified = self.qualify(value.func, shadowed)
-            return "parameter" if qualified in ("torch.nn.Parameter", "torch.nn.parameter.Parameter") else "any"
+            return "parameter" if qualified in _PARAMETER_CLASSES else "any"
         if type(value) is cst.Name:
             return "none" if value.value == "None" else "any"
         if type(value) is cst.IfExp:
@@ -480,7 +480,7 @@ class ScopeEvaluator:
         params = function.params
         ordered = [*params.posonly_params, *params.params]
         self.cls = self.model.class_of.get(id(function))
-        decorators = {dotted_name(d.decorator) for d in function.decorators}
+        decorators = _decorator_names(function)
         if self.cls is not None and ordered and "staticmethod" not in decorators:
             self.self_name = ordered[0].name.value
             self.is_module_method = self.model.is_module_class(self.cls)
@@ -1190,7 +1190,7 @@ class ScopeEvaluator:
             return AbstractValue(Kind.DEVICE, accel(short + "()"), source=Source.LITERAL)
         if qualified == "torch.device":
             return AbstractValue(Kind.DEVICE, self._device_call(node, state), source=Source.LITERAL)
-        if qualified == "torch.nn.Parameter" or qualified == "torch.nn.parameter.Parameter":
+        if qualified in _PARAMETER_CLASSES:
             data = args[0] if args else UNKNOWN
             return AbstractValue(Kind.TENSOR, data.device, data.zero_dim, data.origin, data.source, data.how,
                                  is_parameter=True)  # fmt: skip
@@ -1553,6 +1553,12 @@ class ScopeEvaluator:
 
 
 _DISPATCH: dict[type, object] = {}
+_PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+
+
+def _decorator_names(function: cst.FunctionDef) -> set[str | None]:
+    """The decorators as dotted names (None for a call such as `@torch.no_grad()`)."""
+    return {dotted_name(d.decorator) for d in function.decorators}
 _MISSING = object()
 
 
