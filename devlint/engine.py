@@ -16,12 +16,13 @@ import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 from devlint.analysis.context import FileContext
-from devlint.binding import BindingService
+from devlint.fix.binding import BindingService
 from devlint.config import Config
 from devlint.diagnostics import Diagnostic, Fix, Safety
-from devlint.fixes import apply_edits, plan_to_edits, select_compatible
+from devlint.fix.apply import apply_edits, plan_to_edits, select_compatible
 from devlint.rules import all_rules
-from devlint.rules.base import InsertLines, Report, Rule, visitors
+from devlint.fix.plan import InsertLines
+from devlint.rules.base import Report, Rule, visitors
 from devlint.source import LineIndex
 
 _SKIP_FILE = re.compile(r"#\s*devlint:\s*skip-file\b")

@@ -9,7 +9,8 @@ import pytest
 from devlint import check_source, fix_source
 from devlint.config import Config, ConfigError, parse_config
 from devlint.engine import lint_source
-from devlint.rules.base import FixPlan, Replace, Rule, REGISTRY
+from devlint.fix.plan import FixPlan, Replace
+from devlint.rules.base import REGISTRY, Rule
 from devlint.source import SourceText, write_atomic
 from tests.test_cli import write
 

@@ -14,65 +14,13 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
-from devlint.diagnostics import Safety
+from devlint.fix.plan import FixPlan
 
 if TYPE_CHECKING:
     from devlint.analysis.context import FileContext
-    from devlint.binding import BindingService
+    from devlint.fix.binding import BindingService
 
 REGISTRY: dict[str, type[Rule]] = {}
-
-
-@dataclass(frozen=True)
-class Replace:
-    """Replace the code of `node` (its parentheses excluded) by `text`."""
-
-    node: cst.CSTNode
-    text: str
-
-
-@dataclass(frozen=True)
-class InsertBefore:
-    """Insert `text` right before `node`'s first character."""
-
-    node: cst.CSTNode
-    text: str
-
-
-@dataclass(frozen=True)
-class InsertAfter:
-    """Insert `text` right after `node`'s last character."""
-
-    node: cst.CSTNode
-    text: str
-
-
-@dataclass(frozen=True)
-class InsertLines:
-    """Insert whole lines (`text` ends with a newline) after statement `after`,
-    or at the top of the file when `after` is None."""
-
-    after: cst.CSTNode | None
-    text: str
-
-
-NodeEdit = Replace | InsertBefore | InsertAfter | InsertLines
-
-
-@dataclass(frozen=True)
-class FixPlan:
-    """A fix in terms of nodes; the engine turns it into text edits once positions exist."""
-
-    edits: tuple[NodeEdit, ...]
-    safety: Safety = Safety.SAFE
-
-    @classmethod
-    def safe(cls, *edits: NodeEdit) -> FixPlan:
-        return cls(tuple(edits), Safety.SAFE)
-
-    @classmethod
-    def unsafe(cls, *edits: NodeEdit) -> FixPlan:
-        return cls(tuple(edits), Safety.UNSAFE)
 
 
 @dataclass(frozen=True)

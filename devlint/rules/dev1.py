@@ -9,7 +9,8 @@ import libcst as cst
 from devlint.analysis.guards import in_compat_fallback
 from devlint.analysis.literals import VARIABLE, DeviceLiteral, device_literal, is_device_attribute, torch_device_call
 from devlint.analysis.tree import dotted_name, int_value, string_value
-from devlint.rules.base import FixPlan, Replace, Rule
+from devlint.fix.plan import FixPlan, Replace
+from devlint.rules.base import Rule
 
 _PARALLEL = frozenset(
     {"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",

@@ -7,7 +7,8 @@ import libcst as cst
 from devlint.analysis import device_tables
 from devlint.analysis.devices import Conflict, DeviceAnalysis, Kind, Operand, Source
 from devlint.analysis.tree import Tree, dotted_name
-from devlint.rules.base import FixPlan, InsertAfter, InsertBefore, Replace, Rule
+from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore, Replace
+from devlint.rules.base import Rule
 
 
 class MixedDevices(Rule):

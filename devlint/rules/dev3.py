@@ -14,7 +14,8 @@ import libcst as cst
 from devlint.analysis import device_tables
 from devlint.analysis.devices import Conflict, Device, DeviceAnalysis, Source
 from devlint.analysis.tree import Tree, bound_names, children, dotted_name
-from devlint.rules.base import FixPlan, InsertAfter, InsertBefore, Rule
+from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore
+from devlint.rules.base import Rule
 
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
 _PORTABLE_LITERALS = frozenset({"cuda", "cuda:0", "mps", "xpu", "xpu:0", "npu", "hpu"})

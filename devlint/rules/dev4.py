@@ -7,7 +7,8 @@ import libcst as cst
 from devlint.analysis import device_tables
 from devlint.analysis.devices import AbstractValue, DeviceAnalysis, Source
 from devlint.analysis.tree import Tree, bound_names, dotted_name
-from devlint.rules.base import FixPlan, Replace, Rule
+from devlint.fix.plan import FixPlan, Replace
+from devlint.rules.base import Rule
 
 _LOOPS = (cst.For, cst.While)
 _SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)

@@ -8,7 +8,7 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from devlint.diagnostics import Diagnostic, Edit
-from devlint.rules.base import FixPlan, InsertAfter, InsertBefore, InsertLines, Replace
+from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore, InsertLines, Replace
 from devlint.source import LineIndex
 
 

@@ -17,7 +17,7 @@ import libcst as cst
 
 from devlint.analysis.literals import is_device_attribute
 from devlint.analysis.tree import string_value
-from devlint.rules.base import InsertLines, NodeEdit
+from devlint.fix.plan import InsertLines, NodeEdit
 
 if TYPE_CHECKING:
     from devlint.analysis.context import FileContext
