@@ -15,7 +15,7 @@ import libcst as cst
 
 from devlint.analysis import device_tables as T
 from devlint.analysis.context import FileContext
-from devlint.analysis.devices import (
+from devlint.analysis.lattice import (
     CPU,
     OTHER,
     UNKNOWN,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.analysis import device_tables
-from devlint.analysis.devices import Conflict, DeviceAnalysis, Kind, Operand, Source
+from devlint.analysis.devices import DeviceAnalysis
+from devlint.analysis.lattice import Conflict, Kind, Operand, Source
 from devlint.analysis.tree import Tree, dotted_name
 from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore, Replace
 from devlint.rules.base import Rule

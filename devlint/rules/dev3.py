@@ -12,7 +12,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from devlint.analysis import device_tables
-from devlint.analysis.devices import Conflict, Device, DeviceAnalysis, Source
+from devlint.analysis.devices import DeviceAnalysis
+from devlint.analysis.lattice import Conflict, Device, Source
 from devlint.analysis.tree import Tree, bound_names, children, dotted_name
 from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore
 from devlint.rules.base import Rule

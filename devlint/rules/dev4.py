@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.analysis import device_tables
-from devlint.analysis.devices import AbstractValue, DeviceAnalysis, Source
+from devlint.analysis.devices import DeviceAnalysis
+from devlint.analysis.lattice import AbstractValue, Source
 from devlint.analysis.tree import Tree, bound_names, dotted_name
 from devlint.fix.plan import FixPlan, Replace
 from devlint.rules.base import Rule

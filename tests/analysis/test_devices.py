@@ -8,12 +8,12 @@ import libcst as cst
 import pytest
 
 from devlint.analysis.context import FileContext
-from devlint.analysis.devices import (
+from devlint.analysis.devices import DeviceAnalysis
+from devlint.analysis.lattice import (
     CPU,
     UNKNOWN,
     UNKNOWN_DEVICE,
     AbstractValue,
-    DeviceAnalysis,
     Kind,
     Source,
     accel,

@@ -1,0 +1,180 @@
+"""The device lattice (SPEC §4): where a value lives, what kind of value it is, and how
+two paths join. Pure values: no file, no tree walk."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, replace
+
+import libcst as cst
+
+
+@dataclass(frozen=True)
+class Device:
+    """`cpu`, `accel(symbol)` or `unknown`.
+
+    `symbol` is the code naming an accelerator device (`device`, `x.device`, `"cuda"`);
+    None for an accelerator known only to be one (two symbols joined).
+    """
+
+    kind: str  # "cpu" | "accel" | "unknown"
+    symbol: str | None = None
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.kind == "cpu"
+
+    @property
+    def is_accel(self) -> bool:
+        return self.kind == "accel"
+
+    @property
+    def known(self) -> bool:
+        return self.kind != "unknown"
+
+    def __str__(self) -> str:
+        if self.is_cpu:
+            return "CPU"
+        if self.is_accel:
+            return self.symbol or "an accelerator"
+        return "unknown device"
+
+
+CPU = Device("cpu")
+UNKNOWN_DEVICE = Device("unknown")
+
+
+def accel(symbol: str | None = None) -> Device:
+    return Device("accel", symbol)
+
+
+def join_devices(a: Device, b: Device) -> Device:
+    """Where a value lives after two paths meet: equal, both accelerators, or unknown."""
+    if a == b:
+        return a
+    if a.is_accel and b.is_accel:
+        return accel(None)
+    return UNKNOWN_DEVICE
+
+
+def join_symbolic(a: Device, b: Device, symbol: str | None) -> Device:
+    """Joining two *device values* (not tensors): `"cuda" if ok else "cpu"` is the binding,
+    a symbolic accelerator, not an unknown."""
+    if a == b:
+        return a
+    if a.known and b.known:
+        return accel(symbol if a.kind != b.kind else None)
+    return UNKNOWN_DEVICE
+
+
+def disagree(a: Device, b: Device) -> bool:
+    """CPU against an accelerator: fails the moment the accelerator is real."""
+    return (a.is_cpu and b.is_accel) or (a.is_accel and b.is_cpu)
+
+
+class Kind(str, enum.Enum):
+    TENSOR = "tensor"
+    MODULE = "module"
+    DATALOADER = "dataloader"
+    BATCH = "batch"  # an item of a DataLoader: a tensor or a collection of tensors
+    DEVICE = "device"  # a torch.device object
+    OTHER = "other"  # known not to be any of the above (numbers, strings, lists ...)
+    UNKNOWN = "unknown"
+
+
+class Source(str, enum.Enum):
+    """How a value got its device."""
+
+    FACTORY = "factory"  # torch.ones(...), with or without device=
+    MOVE = "move"  # .to(d), .cuda(), .cpu()
+    PARAMETER = "parameter"  # a module method's parameter used as a tensor
+    LOADER = "loader"  # iterating a DataLoader
+    CONSTRUCTION = "construction"  # nn.Linear(...), Net(), DataLoader(...)
+    NUMPY = "numpy"  # torch.from_numpy
+    LITERAL = "literal"  # a device string or torch.device(...)
+    NONE = ""
+
+
+@dataclass(frozen=True)
+class AbstractValue:
+    """What the analysis knows of one expression's value at one point of the program.
+
+    `zero_dim`: True (0-dim), False (1-d or more), None (not known). `origin`: the node
+    where the device was decided (a factory call, a `.to()`, a parameter), None when
+    several paths decided it. `how`: that decision in words, for messages.
+    """
+
+    kind: Kind = Kind.UNKNOWN
+    device: Device = UNKNOWN_DEVICE
+    zero_dim: bool | None = None
+    origin: cst.CSTNode | None = None
+    source: Source = Source.NONE
+    how: str = ""
+    is_parameter: bool = False  # an nn.Parameter
+    holds_params: bool = False  # a module with parameters or buffers
+    stateless: bool = False  # a torch.nn module known to hold neither (ReLU, MSELoss)
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind is Kind.TENSOR
+
+    @property
+    def is_module(self) -> bool:
+        return self.kind is Kind.MODULE
+
+    @property
+    def tensor_like(self) -> bool:
+        """Good enough for an operand of arithmetic: a tensor, a batch, or a moved thing."""
+        return self.kind in (Kind.TENSOR, Kind.BATCH) or (
+            self.kind is Kind.UNKNOWN and self.device.known
+        )
+
+    def on(self, device: Device, origin: cst.CSTNode | None, source: Source, how: str) -> AbstractValue:
+        return replace(self, device=device, origin=origin, source=source, how=how)
+
+    def join(self, other: AbstractValue) -> AbstractValue:
+        if self == other:
+            return self
+        kind = self.kind if self.kind is other.kind else Kind.UNKNOWN
+        if kind in (Kind.DEVICE, Kind.OTHER):
+            device = join_symbolic(self.device, other.device, None)
+        else:
+            device = join_devices(self.device, other.device)
+        same_origin = self.origin is other.origin and self.device == other.device
+        return AbstractValue(
+            kind=kind,
+            device=device,
+            zero_dim=self.zero_dim if self.zero_dim == other.zero_dim else None,
+            origin=self.origin if same_origin else None,
+            source=self.source if self.source is other.source else Source.NONE,
+            how=self.how if same_origin else "",
+            is_parameter=self.is_parameter and other.is_parameter,
+            holds_params=self.holds_params and other.holds_params,
+            stateless=self.stateless and other.stateless,
+        )
+
+
+UNKNOWN = AbstractValue()
+OTHER = AbstractValue(Kind.OTHER)
+
+
+@dataclass(frozen=True)
+class Operand:
+    expr: cst.BaseExpression
+    value: AbstractValue
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """An operation whose operands live on different devices, as PyTorch decides it.
+
+    `cpu` is the operand on the CPU and `other` the one on the accelerator. `kind` is
+    "operands" (elementwise or not), "inplace" (the CPU side is the output of an
+    in-place operation) or "module" (a module called with a tensor; one side is the
+    module).
+    """
+
+    node: cst.CSTNode
+    cpu: Operand
+    other: Operand
+    kind: str = "operands"
