@@ -331,3 +331,27 @@ TENSOR_USE_ATTRS = frozenset(
 
 # Names that, passed as `.to(name)`, are devices rather than dtypes.
 DEVICE_LIKE_NAMES = frozenset({"dev", "rank", "local_rank", "gpu", "gpu_id", "device_id"})
+
+# Builtins whose result is never a tensor, module or device.
+BUILTINS_OTHER = frozenset(
+    {
+        "len", "int", "float", "bool", "str", "range", "isinstance", "issubclass", "print",
+        "list", "tuple", "dict", "set", "sorted", "enumerate", "zip", "hasattr", "repr",
+        "format", "type", "id", "hash", "callable", "open", "reversed", "map", "filter",
+        "any", "all", "super", "vars", "dir", "divmod", "round", "chr", "ord", "frozenset",
+    }
+)  # fmt: skip
+
+# Tensor methods whose result keeps the receiver's shape.
+SHAPE_KEEPING = frozenset(
+    {
+        "float", "half", "double", "bfloat16", "long", "int", "short", "bool", "byte", "char",
+        "clone", "detach", "detach_", "contiguous", "abs", "neg", "exp", "log", "sqrt", "rsqrt",
+        "sigmoid", "tanh", "relu", "floor", "ceil", "round", "trunc", "sign", "reciprocal",
+        "square", "erf", "requires_grad_", "pin_memory", "fill_", "zero_", "normal_",
+        "uniform_", "copy_", "softmax", "log_softmax", "cumsum", "nan_to_num", "logical_not",
+        "isnan", "isinf", "isfinite", "clamp_min", "clamp_max", "exp_", "log_", "abs_",
+    }
+)  # fmt: skip
+
+PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})

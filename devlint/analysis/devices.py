@@ -24,7 +24,7 @@ from devlint.analysis.lattice import UNKNOWN, AbstractValue, Conflict
 
 if TYPE_CHECKING:
     from devlint.analysis.context import FileContext
-    from devlint.analysis.device_eval import ScopeResult
+    from devlint.analysis.interpreter import ScopeResult
 
 
 # -- the analysis ----------------------------------------------------------------------
@@ -34,7 +34,7 @@ class DeviceAnalysis:
     """The device analysis of one file, computed lazily, one scope at a time."""
 
     def __init__(self, ctx: FileContext) -> None:
-        from devlint.analysis.device_eval import FileModel
+        from devlint.analysis.model import FileModel
 
         self.ctx = ctx
         self.model = FileModel(ctx)

@@ -375,3 +375,37 @@ def bound_names(target: cst.BaseExpression) -> Iterator[str]:
             yield from bound_names(element.value)
     elif type(target) is cst.StarredElement:
         yield from bound_names(target.value)
+
+
+def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def positional_args(call: cst.Call) -> list[cst.Arg]:
+    return [a for a in call.args if a.keyword is None and not a.star]
+
+
+def decorator_names(function: cst.FunctionDef) -> set[str | None]:
+    """The decorators as dotted names (None for a call such as `@torch.no_grad()`)."""
+    return {dotted_name(d.decorator) for d in function.decorators}
+
+
+def statement_suites(stmt: cst.CSTNode) -> list[cst.BaseSuite]:
+    """The blocks of a compound statement (bodies, else, handlers, finally, cases)."""
+    found = []
+    for name in ("body", "orelse", "finalbody"):
+        part = getattr(stmt, name, None)
+        if type(part) is cst.IndentedBlock or type(part) is cst.SimpleStatementSuite:
+            found.append(part)
+        elif type(part) in (cst.Else, cst.Finally):
+            found.append(part.body)
+        elif type(part) is cst.If:
+            found.extend(statement_suites(part))
+    for handler in getattr(stmt, "handlers", ()):
+        found.append(handler.body)
+    for case in getattr(stmt, "cases", ()):
+        found.append(case.body)
+    return found

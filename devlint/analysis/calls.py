@@ -1,0 +1,530 @@
+"""Torch call semantics for the interpreter: factories, layers and models, moves, tensor
+methods, `torch.*` operations, module calls, and the device rules that decide a conflict.
+
+`TorchCalls` is the half of `ScopeEvaluator` that knows torch; the other half
+(`interpreter.py`) knows Python statements and expressions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from devlint.analysis import device_tables as T
+from devlint.analysis.lattice import (
+    CPU,
+    OTHER,
+    UNKNOWN,
+    UNKNOWN_DEVICE,
+    AbstractValue,
+    Conflict,
+    Device,
+    Kind,
+    Operand,
+    Source,
+    accel,
+    disagree,
+    join_devices,
+)
+from devlint.analysis.tree import code_of_name, dotted_name, keyword_arg, positional_args
+
+if TYPE_CHECKING:
+    from devlint.analysis.interpreter import State
+
+
+class TorchCalls:
+    """Call semantics, mixed into `ScopeEvaluator` (which provides `eval`, `bind`,
+    `fallback`, `result`, `model` and the scope's names)."""
+
+    def eval_Call(self, node: cst.Call, state: State) -> AbstractValue:
+        func = node.func
+        qualified = self.qualified(func)
+        receiver = None
+        if qualified is not None:
+            self.result.values[id(func)] = OTHER
+        elif type(func) is cst.Attribute:
+            receiver = self.eval(func.value, state)
+        else:
+            callee = self.eval(func, state)
+        args = [self.eval(arg.value, state) for arg in node.args]
+        if qualified is not None:
+            return self._torch_call(qualified, node, args, state)
+        if receiver is not None:
+            key = dotted_name(func)
+            if key is not None and key in state.env:
+                callee = state.env[key]
+            elif self._is_self(func.value):
+                callee = self.fallback(f"{self.self_name}.{func.attr.value}")
+            else:
+                callee = None
+            if callee is not None and callee.is_module:
+                self.result.values[id(func)] = callee
+                return self._module_call(node, callee, args)
+            result = self._method_call(node, func.attr.value, receiver, func.value, args, state)
+        else:
+            result = self._plain_call(node, func, callee, args, state)
+        if result == UNKNOWN:
+            self._escape(node, args, state)
+        return result
+
+    def _escape(self, node: cst.Call, args: list[AbstractValue], state: State) -> None:
+        """A module handed to code the analysis cannot see (`accelerator.prepare(model)`,
+        `fabric.setup(model)`, a helper) may come back moved: its device is unknown."""
+        for arg, value in zip(node.args, args):
+            if value.is_module and value.device.known and dotted_name(arg.value) is not None:
+                self.bind(arg.value, replace(value, device=UNKNOWN_DEVICE, origin=None, how=""), state)
+
+    def _is_self(self, expr: cst.BaseExpression) -> bool:
+        return type(expr) is cst.Name and expr.value == self.self_name
+
+    def _plain_call(self, node: cst.Call, func, callee: AbstractValue, args, state: State) -> AbstractValue:
+        if callee.is_module:
+            return self._module_call(node, callee, args)
+        name = func.value if type(func) is cst.Name else None
+        if name is not None and name not in self.shadowed:
+            local_class = self.model.classes.get(name)
+            if local_class is not None:
+                if self.model.is_module_class(local_class):
+                    device = UNKNOWN_DEVICE if self.model.places_itself(local_class) else state.default
+                    if any(a.keyword is not None and "device" in a.keyword.value for a in node.args):
+                        device = UNKNOWN_DEVICE  # Net(device=d) may build its layers there
+                    return AbstractValue(Kind.MODULE, device, None, node, Source.CONSTRUCTION, f"{name}()",
+                                         holds_params=self.model.holds_params(local_class))  # fmt: skip
+                return OTHER
+            if name == "next" and args and args[0].kind is Kind.DATALOADER:
+                return AbstractValue(Kind.BATCH, CPU, False, node, Source.LOADER, "a DataLoader batch")
+            if name == "iter" and args and args[0].kind is Kind.DATALOADER:
+                return args[0]
+            if name in T.BUILTINS_OTHER and callee.kind is Kind.OTHER:
+                return OTHER
+        return UNKNOWN
+
+    def _module_call(self, node: cst.Call, module: AbstractValue, args: list[AbstractValue]) -> AbstractValue:
+        tensors = [Operand(a.value, v) for a, v in zip(node.args, args) if v.tensor_like and a.keyword is None]
+        if module.holds_params and module.device.known:
+            for operand in tensors:
+                if operand.value.zero_dim is not True and disagree(module.device, operand.value.device):
+                    module_side = Operand(node.func, module)
+                    cpu, other = (module_side, operand) if module.device.is_cpu else (operand, module_side)
+                    self._conflict(Conflict(node, cpu, other, "module"))
+                    break
+            return AbstractValue(Kind.UNKNOWN, module.device, None, module.origin, module.source, module.how)
+        if module.stateless:
+            self._check_operands(node, tensors)  # a loss is an operation on its inputs
+        known = [o.value for o in tensors if o.value.device.known]
+        if known:
+            first = known[0]
+            device = first.device
+            for value in known[1:]:
+                device = join_devices(device, value.device)
+            origin = first.origin if device == first.device else None
+            return AbstractValue(Kind.UNKNOWN, device, None, origin, first.source, first.how if origin else "")
+        return UNKNOWN
+
+    # -- torch.* -----------------------------------------------------------------------
+
+    def _torch_call(self, qualified: str, node: cst.Call, args: list[AbstractValue], state: State) -> AbstractValue:
+        short = code_of_name(node.func, self.model.ctx.module)
+        if qualified in T.FACTORIES:
+            return self._factory(qualified, short, node, args, state)
+        if qualified in T.LIKE_FACTORIES:
+            positional = [v for a, v in zip(node.args, args) if a.keyword is None]
+            base = positional[0] if positional else UNKNOWN
+            device_arg = keyword_arg(node, "device")
+            if device_arg is not None:
+                self._snapshot(node, state)
+                device = self.device_at(device_arg.value, state)
+                return AbstractValue(Kind.TENSOR, device, base.zero_dim, node, Source.FACTORY, f"{short}(device=...)")
+            return AbstractValue(Kind.TENSOR, base.device, base.zero_dim, base.origin, base.source, base.how)
+        if qualified in T.LEGACY_CPU_TYPES:
+            return AbstractValue(Kind.TENSOR, state.default, None, node, Source.FACTORY, f"{short}(...)")
+        if qualified in T.LEGACY_CUDA_TYPES:
+            return AbstractValue(Kind.TENSOR, accel('"cuda"'), None, node, Source.FACTORY, f"{short}(...)")
+        if qualified in T.CPU_SOURCES:
+            return AbstractValue(Kind.TENSOR, CPU, None, node, Source.NUMPY, f"{short}(...)")
+        if qualified == "torch.accelerator.current_accelerator":
+            return AbstractValue(Kind.DEVICE, accel(short + "()"), source=Source.LITERAL)
+        if qualified == "torch.device":
+            return AbstractValue(Kind.DEVICE, self._device_call(node, state), source=Source.LITERAL)
+        if qualified in T.PARAMETER_CLASSES:
+            data = args[0] if args else UNKNOWN
+            return AbstractValue(Kind.TENSOR, data.device, data.zero_dim, data.origin, data.source, data.how,
+                                 is_parameter=True)  # fmt: skip
+        if qualified == "torch.set_default_device":
+            state.default = self.device_at(node.args[0].value, state) if node.args else UNKNOWN_DEVICE
+            return OTHER
+        if qualified in T.DATALOADERS:
+            return AbstractValue(Kind.DATALOADER, CPU, None, node, Source.CONSTRUCTION, "DataLoader(...)")
+        last = qualified.rsplit(".", 1)[-1]
+        if qualified in T.MODULE_WRAPPERS:
+            # DataParallel(model) holds `model`, wherever that is
+            wrapped = args[0] if args and node.args[0].keyword is None else UNKNOWN
+            return wrapped if wrapped.is_module else UNKNOWN
+        if last[:1].isupper() and (qualified.count(".") == 2 or qualified.startswith("torch.nn.modules.")) \
+                and qualified.startswith("torch.nn."):
+            return self._layer(qualified, short, node, args, state)
+        if any(qualified.startswith(p) for p in T.MODEL_FACTORIES):
+            device = UNKNOWN_DEVICE if keyword_arg(node, "device_map") or keyword_arg(node, "device") else state.default
+            return AbstractValue(Kind.MODULE, device, None, node, Source.CONSTRUCTION, f"{short}(...)", holds_params=True)
+        if qualified in T.NON_TENSOR_FUNCTIONS or qualified.startswith(T.NOT_OP_NAMESPACES):
+            return OTHER if qualified in T.NON_TENSOR_FUNCTIONS else UNKNOWN
+        if qualified.startswith(T.OP_NAMESPACES) and last[:1].islower():
+            return self._torch_op(qualified, node, args)
+        return UNKNOWN
+
+    def _layer(self, qualified: str, short: str, node: cst.Call, args, state: State) -> AbstractValue:
+        """A torch.nn module built here: on the default device unless told otherwise, and
+        whether it holds parameters or buffers."""
+        holds = qualified in T.PARAMETER_LAYERS
+        stateless = qualified in T.PARAMETERLESS_LAYERS
+        if qualified in T.WEIGHTED_LOSSES:
+            holds = keyword_arg(node, "weight") is not None or keyword_arg(node, "pos_weight") is not None
+            stateless = not holds and not any(a.star for a in node.args)
+        elif qualified in T.OPTIONAL_STATE_LAYERS:
+            holds = any(is_true_arg(keyword_arg(node, k)) for k in T.OPTIONAL_STATE_LAYERS[qualified])
+        elif qualified in T.MODULE_CONTAINERS:
+            holds = any(v.holds_params for v in args)
+        device_arg = keyword_arg(node, "device")
+        if device_arg is not None:
+            device = self.device_at(device_arg.value, state)
+        elif any(a.star == "**" for a in node.args):
+            device = UNKNOWN_DEVICE  # `**factory_kwargs` may carry device=
+        else:
+            device = state.default
+        return AbstractValue(Kind.MODULE, device, None, node, Source.CONSTRUCTION, f"{short}(...)",
+                             holds_params=holds, stateless=stateless)  # fmt: skip
+
+    def _factory(self, qualified: str, short: str, node: cst.Call, args, state: State) -> AbstractValue:
+        self._snapshot(node, state)
+        positional = [a for a in node.args if a.keyword is None]
+        device_arg = keyword_arg(node, "device")
+        if device_arg is not None:
+            device = self.device_at(device_arg.value, state)
+            how = f"{short}(device={self.model.ctx.module.code_for_node(device_arg.value)})"
+        elif any(a.star == "**" for a in node.args):
+            device, how = UNKNOWN_DEVICE, ""  # `**factory_kwargs` may carry device=
+        elif qualified in T.DATA_FACTORIES and positional:
+            data = self.result.values.get(id(positional[0].value), UNKNOWN)
+            if data.kind is Kind.TENSOR:
+                device = data.device
+            elif data.kind is Kind.OTHER:
+                device = state.default
+            else:
+                device = UNKNOWN_DEVICE
+            how = f"{short} without device="
+        elif qualified in ("torch.vander", "torch.fill") and positional:
+            device = self.result.values.get(id(positional[0].value), UNKNOWN).device
+            how = f"{short}(...)"
+        else:
+            device = state.default
+            how = f"{short} without device="
+        return AbstractValue(Kind.TENSOR, device, self._factory_zero_dim(qualified, node), node, Source.FACTORY, how)
+
+    def _factory_zero_dim(self, qualified: str, node: cst.Call) -> bool | None:
+        """True for `torch.tensor(3.0)` and `torch.zeros(())`, False when the sizes show
+        at least one dimension, None when the arguments do not say."""
+        positional = [a for a in node.args if a.keyword is None]
+        if qualified == "torch.scalar_tensor":
+            return True
+        if qualified in T.NONZERO_DIM_FACTORIES:
+            return False
+        if any(a.star for a in positional):
+            return None
+        if qualified in T.DATA_FACTORIES:
+            if not positional:
+                return None
+            first = positional[0].value
+            if type(first) is cst.UnaryOperation:
+                first = first.expression
+            if type(first) in (cst.Integer, cst.Float) or (
+                type(first) is cst.Name and first.value in ("True", "False")
+            ):
+                return True
+            if type(first) in (cst.List, cst.Tuple) and first.elements:
+                return False
+            return None
+        size_arg = keyword_arg(node, "size")
+        if size_arg is not None:
+            sizes = [size_arg.value]
+        elif qualified == "torch.randint":
+            sizes = [a.value for a in positional if type(a.value) in (cst.Tuple, cst.List)][:1]
+        elif qualified == "torch.full":
+            sizes = [positional[0].value] if positional else []
+        else:
+            sizes = [a.value for a in positional]
+        if not sizes:
+            return None
+        if len(sizes) > 1:
+            return False
+        size = sizes[0]
+        if type(size) in (cst.Tuple, cst.List):
+            return not size.elements
+        return False if _is_int_expr(size) else None
+
+    def _torch_op(self, qualified: str, node: cst.Call, args: list[AbstractValue]) -> AbstractValue:
+        operands: list[Operand] = []
+        for arg, value in zip(node.args, args):
+            if arg.keyword is not None and arg.keyword.value == "out":
+                continue
+            inner = arg.value
+            if type(inner) in (cst.List, cst.Tuple):
+                for element in inner.elements:
+                    operands.append(Operand(element.value, self.result.values.get(id(element.value), UNKNOWN)))
+            elif type(inner) in (cst.ListComp, cst.GeneratorExp):
+                operands.append(Operand(inner.elt, self.result.values.get(id(inner.elt), UNKNOWN)))
+            else:
+                operands.append(Operand(inner, value))
+        tensors = [o for o in operands if o.value.tensor_like]
+        if qualified in T.SAME_DEVICE_FUNCTIONS:
+            base = qualified.rsplit(".", 1)[-1]
+            self._check_operands(node, tensors, elementwise=base in T.ELEMENTWISE_METHODS or base == "where")
+        if not tensors:
+            return UNKNOWN
+        last = qualified.rsplit(".", 1)[-1]
+        positional = positional_args(node)
+        zero_dim = None
+        if last in T.REDUCTIONS and len(positional) == 1 and keyword_arg(node, "dim") is None:
+            zero_dim = True
+        elif last in ("cat", "concat", "concatenate", "stack") or last in T.ELEMENTWISE_METHODS:
+            zero_dim = False if any(o.value.zero_dim is False for o in tensors) else None
+        return self._result_on(tensors, zero_dim)
+
+    def _result_on(self, tensors: list[Operand], zero_dim: bool | None) -> AbstractValue:
+        """Where the result of an operation on `tensors` lives: with its known operands.
+        When they disagree the operation fails; after the fix it runs on the accelerator,
+        so that is where the result is taken to live."""
+        known = [o.value for o in tensors if o.value.device.known]
+        deciding = [v for v in known if v.device.is_accel] or known
+        if not deciding:
+            return AbstractValue(Kind.TENSOR, zero_dim=zero_dim)
+        first = deciding[0]
+        device = first.device
+        for value in deciding[1:]:
+            device = join_devices(device, value.device)
+        same = all(v.origin is first.origin for v in deciding)
+        origin = first.origin if same else None
+        return AbstractValue(Kind.TENSOR, device, zero_dim, origin, first.source if same else Source.NONE,
+                             first.how if same else "")  # fmt: skip
+
+    # -- methods -----------------------------------------------------------------------
+
+    def _method_call(self, node: cst.Call, name: str, receiver: AbstractValue, receiver_expr,
+                     args: list[AbstractValue], state: State) -> AbstractValue:  # fmt: skip
+        if name in T.MOVE_METHODS:
+            return self._move(node, name, receiver, receiver_expr, state)
+        kind = receiver.kind
+        if kind is Kind.TENSOR or (kind is Kind.UNKNOWN and receiver.device.known and name in T.TENSOR_METHODS):
+            # a moved value, or a module's output, that is used like a tensor is one
+            return self._tensor_method(node, name, replace(receiver, kind=Kind.TENSOR), receiver_expr, args)
+        if kind is Kind.MODULE:
+            if name in T.MODULE_SELF_METHODS:
+                return receiver
+            if name == "forward":
+                return self._module_call(node, receiver, args)
+            return UNKNOWN
+        if kind is Kind.BATCH and name in ("float", "long", "half", "double", "int", "bool"):
+            return replace(receiver, kind=Kind.TENSOR)
+        if kind is Kind.DATALOADER and name == "__iter__":
+            return receiver
+        if name in ("numpy", "item", "tolist"):
+            return OTHER
+        return UNKNOWN
+
+    def _move(self, node: cst.Call, name: str, receiver: AbstractValue, receiver_expr, state: State) -> AbstractValue:
+        code = self.model.ctx.module.code_for_node
+        if name == "cpu":
+            target: Device | None = CPU
+        elif name == "to":
+            target = self._to_target(node, receiver, state)
+        elif name == "to_empty":
+            device_arg = keyword_arg(node, "device") or next(iter(positional_args(node)), None)
+            target = self.device_at(device_arg.value, state) if device_arg is not None else UNKNOWN_DEVICE
+        else:
+            positional = positional_args(node)
+            index = code(positional[0].value) if positional else None
+            device_arg = keyword_arg(node, "device")
+            if device_arg is not None:
+                target = self.device_at(device_arg.value, state)
+            else:
+                target = accel(f'"{name}:{index}"' if index is not None else f'"{name}"')
+        how = f".{name}({', '.join(code(a) for a in node.args)})".replace("\n", " ")
+        if receiver.kind is Kind.OTHER or receiver.kind is Kind.DEVICE:
+            return UNKNOWN
+        if target is None:  # a dtype or memory-format conversion: stays where it is
+            return receiver
+        moved = receiver.on(target, node, Source.MOVE, how)
+        if receiver.kind is Kind.MODULE:
+            key = dotted_name(receiver_expr)
+            if key is not None:  # Module.to / .cuda / .cpu move in place
+                self.bind(receiver_expr, moved, state)
+        if not target.known:
+            moved = replace(moved, origin=None, source=Source.NONE, how="")
+        return moved
+
+    def _to_target(self, node: cst.Call, receiver: AbstractValue, state: State) -> Device | None:
+        """The device `.to(...)` moves to; None when it is no device move at all."""
+        device_arg = keyword_arg(node, "device")
+        if device_arg is not None:
+            return self.device_at(device_arg.value, state)
+        positional = positional_args(node)
+        if not positional:
+            if any(a.keyword is not None and a.keyword.value == "other" for a in node.args):
+                return UNKNOWN_DEVICE
+            return None
+        first = positional[0].value
+        value = self.result.values.get(id(first), UNKNOWN)
+        if value.tensor_like:
+            return value.device  # `.to(other)`: other's device (and dtype)
+        if value.kind is Kind.DEVICE or (value.kind is Kind.OTHER and value.device.known):
+            return value.device
+        qualified = self.qualified(first)
+        dotted = dotted_name(first) or ""
+        if qualified in T.DTYPES or dotted.endswith("dtype") or qualified == "torch.channels_last":
+            return None
+        if type(first) is cst.Integer:
+            return accel(first.value)
+        last = dotted.rsplit(".", 1)[-1]
+        if dotted and ("device" in last or last in T.DEVICE_LIKE_NAMES):
+            return accel(dotted)
+        return UNKNOWN_DEVICE
+
+    def _tensor_method(self, node: cst.Call, name: str, receiver: AbstractValue, receiver_expr,
+                       args: list[AbstractValue]) -> AbstractValue:  # fmt: skip
+        if name in T.NON_TENSOR_METHODS:
+            if name == "type" and node.args:
+                return AbstractValue(Kind.TENSOR)
+            return OTHER
+        if name == "type_as":
+            other = args[0] if args else UNKNOWN
+            return replace(receiver, device=other.device, origin=other.origin, source=other.source, how=other.how)
+        if name.startswith("new_"):
+            device_arg = keyword_arg(node, "device")
+            if device_arg is not None:
+                return AbstractValue(Kind.TENSOR, self.result.values.get(id(device_arg.value), UNKNOWN).device)
+            return replace(receiver, zero_dim=None, is_parameter=False)
+        if name not in T.TENSOR_METHODS:
+            return UNKNOWN
+        tensors = [
+            Operand(a.value, v) for a, v in zip(node.args, args)
+            if v.tensor_like and not (a.keyword is not None and a.keyword.value == "out")
+        ]  # fmt: skip
+        me = Operand(receiver_expr, receiver)
+        if name in T.ELEMENTWISE_METHODS or name in T.SAME_DEVICE_METHODS:
+            if name.endswith("_"):
+                self._check_inplace(node, me, tensors)
+                return replace(receiver, is_parameter=False)
+            self._check_operands(node, [me, *tensors], elementwise=name in T.ELEMENTWISE_METHODS)
+            zero_dim = receiver.zero_dim if receiver.zero_dim is False else None
+            return self._result_on([me, *tensors], zero_dim)
+        positional = positional_args(node)
+        if name in T.REDUCTIONS and not positional and keyword_arg(node, "dim") is None:
+            return replace(receiver, zero_dim=True, is_parameter=False)
+        if name in T.SHAPE_KEEPING:
+            return replace(receiver, is_parameter=False)
+        return replace(receiver, zero_dim=None, is_parameter=False)
+
+    # -- device expressions ------------------------------------------------------------
+
+    def device_at(self, expr: cst.BaseExpression, state: State) -> Device:
+        """The device a `device=` argument names (already evaluated): a symbolic
+        accelerator unless it is known to be the CPU."""
+        if type(expr) is cst.Name and expr.value == "None":
+            return state.default
+        value = self.result.values.get(id(expr))
+        if value is None:
+            value = self.eval(expr, state)
+        if value.kind in (Kind.DEVICE, Kind.OTHER) and value.device.known:
+            return value.device
+        if type(expr) in (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString):
+            return UNKNOWN_DEVICE  # "meta" and friends
+        if value.kind in (Kind.TENSOR, Kind.MODULE):
+            return UNKNOWN_DEVICE
+        return accel(self.model.ctx.module.code_for_node(expr))
+
+    def _device_call(self, node: cst.Call, state: State) -> Device:
+        positional = positional_args(node)
+        if not positional:
+            type_arg = keyword_arg(node, "type")
+            return self.device_at(type_arg.value, state) if type_arg is not None else UNKNOWN_DEVICE
+        device = self.device_at(positional[0].value, state)
+        if device.is_accel and len(positional) > 1:
+            return accel(self.model.ctx.module.code_for_node(node))
+        return device
+
+    # -- conflicts ---------------------------------------------------------------------
+
+    def _binary_result(self, node, left: Operand, right: Operand, *, comparison: bool = False) -> AbstractValue:
+        tensors = [o for o in (left, right) if o.value.tensor_like]
+        if not tensors:
+            if left.value.kind is Kind.OTHER and right.value.kind is Kind.OTHER:
+                return OTHER
+            return UNKNOWN
+        matmul = type(getattr(node, "operator", None)) is cst.MatrixMultiply
+        self._check_operands(node, tensors, elementwise=not matmul)
+        zero_dim = None
+        if all(o.value.zero_dim is True for o in tensors):
+            zero_dim = True
+        elif any(o.value.zero_dim is False for o in tensors):
+            zero_dim = False
+        if type(getattr(node, "operator", None)) is cst.MatrixMultiply:
+            zero_dim = None
+        return self._result_on(tensors, zero_dim)
+
+    def _check_operands(self, node: cst.CSTNode, operands: list[Operand], *, elementwise: bool = True) -> None:
+        """Inputs of one operation: CPU against an accelerator fails, unless the CPU one
+        is a 0-dim tensor of an elementwise operation (PyTorch lets CPU scalars into
+        accelerator kernels). A CPU operand of unknown rank is left alone there."""
+        accelerated = [o for o in operands if o.value.device.is_accel]
+        if not accelerated:
+            return
+        named = [o for o in accelerated if dotted_name(o.expr) is not None] or accelerated
+        for operand in operands:
+            value = operand.value
+            rank_matters = value.zero_dim is not False if elementwise else value.zero_dim is True
+            if value.device.is_cpu and not rank_matters:
+                self._conflict(Conflict(node, operand, named[0]))
+                return
+
+    def _check_inplace(self, node: cst.CSTNode, output: Operand, inputs: list[Operand]) -> None:
+        """`out op= x`: the output's device decides; a CPU output takes no accelerator
+        input, even a 0-dim one."""
+        if output.value.device.is_cpu:
+            for operand in inputs:
+                if operand.value.device.is_accel and operand.value.tensor_like:
+                    self._conflict(Conflict(node, output, operand, "inplace"))
+                    return
+        elif output.value.device.is_accel:
+            for operand in inputs:
+                if operand.value.device.is_cpu and operand.value.zero_dim is False:
+                    self._conflict(Conflict(node, operand, output))
+                    return
+
+    def _conflict(self, conflict: Conflict) -> None:
+        if not self.phase1:
+            self.result.conflicts.setdefault(id(conflict.node), conflict)
+
+    def _snapshot(self, node: cst.CSTNode, state: State) -> None:
+        if not self.phase1 and id(node) not in self.result.snapshots:
+            self.result.snapshots[id(node)] = {**self.params, **state.env}
+
+
+def is_true_arg(arg: cst.Arg | None) -> bool:
+    return arg is not None and not (type(arg.value) is cst.Name and arg.value.value in ("False", "None"))
+
+
+def _is_int_expr(expr: cst.BaseExpression) -> bool:
+    """`3`, `x.size(0)`, `x.shape[1]`, `len(xs)`, `int(n)` and arithmetic on them."""
+    if type(expr) is cst.Integer:
+        return True
+    if type(expr) is cst.BinaryOperation:
+        return _is_int_expr(expr.left) and _is_int_expr(expr.right)
+    if type(expr) is cst.Subscript and type(expr.value) is cst.Attribute:
+        return expr.value.attr.value == "shape" and len(expr.slice) == 1 and type(expr.slice[0].slice) is cst.Index
+    if type(expr) is cst.Call:
+        if type(expr.func) is cst.Name:
+            return expr.func.value in ("len", "int")
+        if type(expr.func) is cst.Attribute:
+            return expr.func.attr.value in ("size", "numel", "dim") and bool(expr.args)
+    return False

@@ -1,0 +1,739 @@
+"""The interpreter behind the device analysis: one scope, abstract values, statement order.
+
+`ScopeEvaluator` runs one function, lambda or the module body and records the value of
+every expression it evaluates; statements and expressions are here, the semantics of
+calls (torch functions, layers, moves, tensor methods) in `calls.py`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from devlint.analysis import device_tables as T
+from devlint.analysis.lattice import (
+    CPU,
+    OTHER,
+    UNKNOWN,
+    UNKNOWN_DEVICE,
+    AbstractValue,
+    Conflict,
+    Device,
+    Kind,
+    Operand,
+    Source,
+    accel,
+    join_symbolic,
+)
+from devlint.analysis.tree import (
+    bound_names,
+    decorator_names,
+    dotted_name,
+    is_expression,
+    positional_args,
+    string_value,
+)
+from devlint.analysis.calls import TorchCalls
+from devlint.analysis.guards import accelerator_type
+
+if TYPE_CHECKING:
+    from devlint.analysis.model import FileModel
+
+_MAX_LOOP_PASSES = 4
+
+
+@dataclass
+class ScopeResult:
+    """What one scope's interpretation learnt."""
+
+    values: dict[int, AbstractValue] = field(default_factory=dict)
+    conflicts: dict[int, Conflict] = field(default_factory=dict)
+    snapshots: dict[int, dict[str, AbstractValue]] = field(default_factory=dict)
+    assigned: dict[str, AbstractValue] = field(default_factory=dict)  # every value a key took
+
+
+class State:
+    """Abstract values of local names (and `self.<attr>`), plus the default device."""
+
+    __slots__ = ("env", "default")
+
+    def __init__(self, env: dict[str, AbstractValue], default: Device) -> None:
+        self.env = env
+        self.default = default
+
+    def copy(self) -> State:
+        return State(dict(self.env), self.default)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, State) and self.env == other.env and self.default == other.default
+
+
+_NAMING_SYMBOL = re.compile(r"^(?:[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*|[\"'][\w:]+[\"'])$")
+
+
+def _is_dotted_or_literal(symbol: str) -> bool:
+    """`device`, `x.device`, `"cuda"`: already a name for the device."""
+    return _NAMING_SYMBOL.match(symbol) is not None
+
+
+def _resymbolize(value: AbstractValue, name: str) -> AbstractValue:
+    """A device value bound to a name is named by it: `device = torch.device(...)`."""
+    if value.kind in (Kind.DEVICE, Kind.OTHER) and value.device.is_accel:
+        symbol = value.device.symbol
+        if symbol is None or not _is_dotted_or_literal(symbol):
+            return replace(value, device=accel(name))
+    return value
+
+
+def _key(expr: cst.BaseExpression) -> str | None:
+    """The state key of an assignable expression: `x`, `self.mask`, `args.device`."""
+    return dotted_name(expr)
+
+
+class ScopeEvaluator(TorchCalls):
+    """Runs one scope (function, lambda or module body) over abstract values."""
+
+    def __init__(self, model: FileModel, scope: cst.CSTNode, enclosing: list, *, phase1: bool = False) -> None:
+        self.model = model
+        self.scope = scope
+        self.phase1 = phase1
+        self.result = ScopeResult()
+        self.cls: cst.ClassDef | None = None
+        self.self_name: str | None = None
+        self.is_module_method = False
+        self.params: dict[str, AbstractValue] = {}
+        self.opaque: set[str] = set()
+        ctx = model.ctx
+        if type(scope) in (cst.FunctionDef, cst.Lambda):
+            self.locals = ctx.bindings_of(scope)
+            self.outer = frozenset().union(*(ctx.bindings_of(f) for f in enclosing))
+        else:
+            self.locals = frozenset()
+            self.outer = frozenset()
+        self.shadowed = self.locals | self.outer
+        self._loops: list[tuple[list[State], list[State]]] = []
+        if type(scope) is cst.FunctionDef:
+            self._setup_function(scope)
+
+    # -- set-up ------------------------------------------------------------------------
+
+    def _setup_function(self, function: cst.FunctionDef) -> None:
+        params = function.params
+        ordered = [*params.posonly_params, *params.params]
+        self.cls = self.model.class_of.get(id(function))
+        decorators = decorator_names(function)
+        if self.cls is not None and ordered and "staticmethod" not in decorators:
+            self.self_name = ordered[0].name.value
+            self.is_module_method = self.model.is_module_class(self.cls)
+            kind = Kind.MODULE if self.is_module_method else Kind.OTHER
+            if "classmethod" in decorators:
+                kind = Kind.OTHER
+            self.params[self.self_name] = AbstractValue(kind, holds_params=self.is_module_method)
+            ordered = ordered[1:]
+        for param in (*ordered, *params.kwonly_params):
+            self.params[param.name.value] = UNKNOWN
+        if self.is_module_method:
+            for name, node in self._tensor_params(function, ordered + list(params.kwonly_params)).items():
+                self.params[name] = AbstractValue(
+                    Kind.TENSOR, accel(f"{name}.device"), None, node, Source.PARAMETER,
+                    f"parameter of {function.name.value}",
+                )  # fmt: skip
+        for param in (params.star_arg, params.star_kwarg):
+            if type(param) is cst.Param:
+                self.params[param.name.value] = OTHER
+
+    def _tensor_params(self, function: cst.FunctionDef, params: list[cst.Param]) -> dict[str, cst.Param]:
+        """Parameters the body uses as tensors: `.shape`, `.size()`, passed to a submodule."""
+        wanted = {p.name.value: p for p in params}
+        methods = {m.name.value for c in [self.cls, *self.model.local_bases(self.cls)] for m in self.model._methods(c)}
+        found: dict[str, cst.Param] = {}
+        for node in self.model.ctx.tree.walk_scope(function.body):
+            if type(node) is cst.Attribute and type(node.value) is cst.Name:
+                name = node.value.value
+                if name in wanted and node.attr.value in T.TENSOR_USE_ATTRS:
+                    found[name] = wanted[name]
+            elif type(node) is cst.Call and type(node.func) is cst.Attribute:
+                func = node.func
+                if (
+                    type(func.value) is cst.Name
+                    and func.value.value == self.self_name
+                    and func.attr.value not in methods
+                ):
+                    for arg in positional_args(node):
+                        if type(arg.value) is cst.Name and arg.value.value in wanted:
+                            found[arg.value.value] = wanted[arg.value.value]
+        return found
+
+    # -- running -----------------------------------------------------------------------
+
+    def run(self) -> ScopeResult:
+        default = UNKNOWN_DEVICE if self.model.sets_default_device else CPU
+        state = State({}, default)
+        scope = self.scope
+        if type(scope) is cst.Lambda:
+            self.eval(scope.body, state)
+        elif type(scope) is cst.FunctionDef:
+            self.block(scope.body, state)
+        else:
+            self.statements(scope.body, state)
+        return self.result
+
+    def block(self, body: cst.BaseSuite, state: State | None) -> State | None:
+        if state is None:
+            return None
+        if type(body) is cst.IndentedBlock:
+            return self.statements(body.body, state)
+        return self.statements([body], state)  # SimpleStatementSuite
+
+    def statements(self, stmts, state: State | None) -> State | None:
+        for stmt in stmts:
+            if state is None:
+                return None
+            state = self.statement(stmt, state)
+        return state
+
+    def statement(self, stmt: cst.CSTNode, state: State) -> State | None:
+        if type(stmt) in (cst.SimpleStatementLine, cst.SimpleStatementSuite):
+            for small in stmt.body:
+                state = self.small(small, state)
+                if state is None:
+                    return None
+            return state
+        method = getattr(self, "stmt_" + type(stmt).__name__, None)
+        if method is not None:
+            return method(stmt, state)
+        return self._opaque_statement(stmt, state)
+
+    def _opaque_statement(self, stmt: cst.CSTNode, state: State) -> State:
+        """A statement the analysis does not model: whatever it binds becomes unknown."""
+        for node in self.model.ctx.tree.walk(stmt):
+            target = None
+            if type(node) in (cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor):
+                target = node.target
+            elif type(node) in (cst.AsName, cst.NamedExpr):
+                target = node.name if type(node) is cst.AsName else node.target
+            elif type(node) is cst.MatchAs and node.name is not None:
+                target = node.name
+            if target is not None:
+                self.forget(target, state)
+        return state
+
+    # -- simple statements -------------------------------------------------------------
+
+    def small(self, node: cst.BaseSmallStatement, state: State) -> State | None:
+        if type(node) is cst.Expr:
+            self.eval(node.value, state)
+        elif type(node) is cst.Assign:
+            value = self.eval(node.value, state)
+            for target in node.targets:
+                self.bind(target.target, value, state, node.value)
+        elif type(node) is cst.AnnAssign:
+            if node.value is not None:
+                value = self.eval(node.value, state)
+                self.bind(node.target, value, state, node.value)
+        elif type(node) is cst.AugAssign:
+            self.aug_assign(node, state)
+        elif type(node) in (cst.Return, cst.Raise):
+            for child in (getattr(node, "value", None), getattr(node, "exc", None), getattr(node, "cause", None)):
+                if child is not None and is_expression(child):
+                    self.eval(child, state)
+                elif type(child) is cst.From:
+                    self.eval(child.item, state)
+            return None
+        elif type(node) is cst.Break:
+            if self._loops:
+                self._loops[-1][0].append(state)
+            return None
+        elif type(node) is cst.Continue:
+            if self._loops:
+                self._loops[-1][1].append(state)
+            return None
+        elif type(node) in (cst.Global, cst.Nonlocal):
+            for item in node.names:
+                self.opaque.add(item.name.value)
+                state.env.pop(item.name.value, None)
+        elif type(node) in (cst.Import, cst.ImportFrom):
+            if type(node.names) is not cst.ImportStar:
+                for alias in node.names:
+                    target = alias.asname.name if alias.asname else alias.name
+                    if type(target) is cst.Name:
+                        self.bind(target, OTHER, state)
+        elif type(node) is cst.Assert:
+            self.eval(node.test, state)
+        elif type(node) is cst.Del:
+            self.forget(node.target, state)
+        return state
+
+    def aug_assign(self, node: cst.AugAssign, state: State) -> None:
+        target = self.eval(node.target, state)
+        value = self.eval(node.value, state)
+        if target.is_tensor:
+            # `a += b` on a tensor is in place: `a` is the output
+            self._check_inplace(node, Operand(node.target, target), [Operand(node.value, value)])
+            result = target
+        else:
+            result = self._binary_result(node, Operand(node.target, target), Operand(node.value, value))
+        self.bind(node.target, result, state)
+
+    # -- compound statements -----------------------------------------------------------
+
+    def stmt_If(self, node: cst.If, state: State) -> State | None:
+        self.eval(node.test, state)
+        body = self.block(node.body, state.copy())
+        orelse = state
+        if node.orelse is not None:
+            if type(node.orelse) is cst.If:
+                orelse = self.stmt_If(node.orelse, state.copy())
+            else:
+                orelse = self.block(node.orelse.body, state.copy())
+        return self.join_states(body, orelse)
+
+    def stmt_For(self, node: cst.For, state: State) -> State | None:
+        iterable = self.eval(node.iter, state)
+        element = self.element_of(node.iter, iterable, node)
+
+        def bind_target(head: State) -> State:
+            self.bind_element(node.target, element, head, node.iter)
+            return head
+
+        return self._loop(node, state, bind_target, node.body, node.orelse)
+
+    def stmt_While(self, node: cst.While, state: State) -> State | None:
+        def test(head: State) -> State:
+            self.eval(node.test, head)
+            return head
+
+        return self._loop(node, test(state), test, node.body, node.orelse)
+
+    def _loop(self, node, entry: State, prepare, body, orelse) -> State | None:
+        head = entry
+        exits: list[State] = []
+        for attempt in range(_MAX_LOOP_PASSES + 1):
+            self._loops.append(([], []))
+            end = self.block(body, prepare(head.copy()))
+            breaks, continues = self._loops.pop()
+            back = self.join_all([end, *continues])
+            new_head = self.join_states(entry, back) or entry
+            exits = breaks
+            if new_head == head:
+                break
+            head = new_head if attempt < _MAX_LOOP_PASSES - 1 else self._widen(entry, new_head)
+        after = head
+        if orelse is not None:
+            after = self.block(orelse.body, head.copy())
+        return self.join_all([after, *exits])
+
+    def _widen(self, entry: State, state: State) -> State:
+        env = {k: (v if entry.env.get(k) == v else UNKNOWN) for k, v in state.env.items()}
+        return State(env, state.default if state.default == entry.default else UNKNOWN_DEVICE)
+
+    def stmt_With(self, node: cst.With, state: State) -> State | None:
+        previous = state.default
+        for item in node.items:
+            value = self.eval(item.item, state)
+            if type(item.item) is cst.Call and self.qualified(item.item.func) == "torch.device":
+                state.default = value.device
+            if item.asname is not None:
+                self.bind(item.asname.name, value if value.kind is Kind.DEVICE else UNKNOWN, state)
+        after = self.block(node.body, state)
+        if after is not None:
+            after.default = previous
+        return after
+
+    def stmt_Try(self, node: cst.Try, state: State) -> State | None:
+        entry = state.copy()
+        body = self.block(node.body, state)
+        handler_entry = self.join_states(entry, body) or entry
+        results = []
+        for handler in node.handlers:
+            if handler.type is not None:
+                self.eval(handler.type, handler_entry)
+            start = handler_entry.copy()
+            if handler.name is not None:
+                self.bind(handler.name.name, OTHER, start)
+            results.append(self.block(handler.body, start))
+        if node.orelse is not None:
+            body = self.block(node.orelse.body, body)
+        after = self.join_all([body, *results])
+        if node.finalbody is not None:
+            final = self.block(node.finalbody.body, (after or handler_entry).copy())
+            return final if after is not None else None
+        return after
+
+    stmt_TryStar = stmt_Try
+
+    def stmt_FunctionDef(self, node: cst.FunctionDef, state: State) -> State:
+        for decorator in node.decorators:
+            self.eval(decorator.decorator, state)
+        self.bind(node.name, OTHER, state)
+        return state
+
+    def stmt_ClassDef(self, node: cst.ClassDef, state: State) -> State:
+        for arg in node.bases:
+            self.eval(arg.value, state)
+        self.block(node.body, state.copy())  # the class namespace is its own
+        self.bind(node.name, OTHER, state)
+        return state
+
+    def stmt_Match(self, node: cst.Match, state: State) -> State | None:
+        self.eval(node.subject, state)
+        branches = []
+        for case in node.cases:
+            start = self._opaque_statement(case.pattern, state.copy())
+            branches.append(self.block(case.body, start))
+        return self.join_all([state, *branches])
+
+    # -- joins -------------------------------------------------------------------------
+
+    def join_states(self, a: State | None, b: State | None) -> State | None:
+        if a is None:
+            return b
+        if b is None:
+            return a
+        env = {}
+        for key in a.env.keys() | b.env.keys():
+            left = a.env.get(key)
+            right = b.env.get(key)
+            if left is None:
+                left = self.fallback(key)
+            if right is None:
+                right = self.fallback(key)
+            env[key] = left.join(right)
+        default = a.default if a.default == b.default else UNKNOWN_DEVICE
+        return State(env, default)
+
+    def join_all(self, states: list[State | None]) -> State | None:
+        joined = None
+        for state in states:
+            joined = self.join_states(joined, state) if joined is not None else state
+        return joined
+
+    # -- names -------------------------------------------------------------------------
+
+    def qualified(self, node: cst.BaseExpression) -> str | None:
+        return self.model.qualify(node, self.shadowed)
+
+    def fallback(self, key: str) -> AbstractValue:
+        """The value of a name no assignment on this path has bound."""
+        head, _, attr = key.partition(".")
+        if key in self.opaque or head in self.opaque:
+            return UNKNOWN
+        if attr:
+            if head == self.self_name and not self.phase1 and self.cls is not None and "." not in attr:
+                return self.model.summary(self.cls).get(attr, UNKNOWN)
+            return UNKNOWN
+        if key in self.params:
+            return self.params[key]
+        if key in self.locals or key in self.outer:
+            return UNKNOWN
+        if type(self.scope) is cst.Module:
+            return UNKNOWN
+        return self.model.global_value(key)
+
+    def lookup(self, key: str, state: State) -> AbstractValue:
+        value = state.env.get(key)
+        return value if value is not None else self.fallback(key)
+
+    def bind(self, target: cst.BaseExpression, value: AbstractValue, state: State,
+             value_node: cst.BaseExpression | None = None) -> None:  # fmt: skip
+        if type(target) in (cst.Tuple, cst.List):
+            elements = target.elements
+            values = None
+            if type(value_node) in (cst.Tuple, cst.List) and len(value_node.elements) == len(elements):
+                if not any(type(e) is cst.StarredElement for e in value_node.elements):
+                    values = [self.result.values.get(id(e.value), UNKNOWN) for e in value_node.elements]
+            for index, element in enumerate(elements):
+                if type(element) is cst.StarredElement:
+                    self.bind(element.value, OTHER, state)
+                    continue
+                item = values[index] if values is not None else self.unpacked(value)
+                self.bind(element.value, item, state)
+            return
+        if type(target) is cst.Subscript:
+            self.eval(target.value, state)
+            for element in target.slice:
+                self._eval_slice(element, state)
+            return
+        key = _key(target)
+        if key is None:
+            if type(target) is cst.Attribute:
+                self.eval(target.value, state)
+            return
+        if type(target) is cst.Name:
+            value = _resymbolize(value, key)
+            prefix = key + "."
+            for stale in [k for k in state.env if k.startswith(prefix)]:
+                del state.env[stale]
+        elif value.kind in (Kind.DEVICE, Kind.OTHER):
+            value = _resymbolize(value, key)
+        state.env[key] = value
+        self.result.values[id(target)] = value
+        if "." in key and key.split(".", 1)[0] == self.self_name:
+            self._assigned(key, value)
+        elif type(self.scope) is cst.Module and "." not in key:
+            self._assigned(key, value)
+
+    def _assigned(self, key: str, value: AbstractValue) -> None:
+        old = self.result.assigned.get(key)
+        self.result.assigned[key] = value if old is None else old.join(value)
+
+    def forget(self, target: cst.BaseExpression, state: State) -> None:
+        for name in bound_names(target):
+            state.env[name] = UNKNOWN
+        key = _key(target)
+        if key is not None and "." in key:
+            state.env[key] = UNKNOWN
+
+    def unpacked(self, value: AbstractValue) -> AbstractValue:
+        """An element of `a, b = value`."""
+        if value.kind is Kind.BATCH:
+            return AbstractValue(Kind.TENSOR, value.device, False, value.origin, value.source, value.how)
+        if value.is_tensor:
+            return replace(value, zero_dim=None)
+        return UNKNOWN
+
+    def element_of(self, expr: cst.BaseExpression, value: AbstractValue, loop: cst.CSTNode) -> AbstractValue:
+        """What iterating `expr` yields (tuple shapes are handled by `bind_element`)."""
+        if value.kind is Kind.DATALOADER:
+            return AbstractValue(Kind.BATCH, CPU, False, loop, Source.LOADER, "a DataLoader batch")
+        if value.is_tensor:
+            return replace(value, zero_dim=None)
+        if type(expr) is cst.Call:
+            name = self.qualified(expr.func) or dotted_name(expr.func)
+            args = positional_args(expr)
+            if name in T.ITERATION_WRAPPERS and args:
+                inner = args[0].value
+                return self.element_of(inner, self.result.values.get(id(inner), UNKNOWN), loop)
+        return UNKNOWN
+
+    def bind_element(self, target: cst.BaseExpression, element: AbstractValue, state: State,
+                     iterable: cst.BaseExpression) -> None:  # fmt: skip
+        if type(iterable) is cst.Call and type(target) in (cst.Tuple, cst.List):
+            name = dotted_name(iterable.func)
+            args = positional_args(iterable)
+            elements = [e.value for e in target.elements]
+            if name == "enumerate" and args and len(elements) == 2:
+                self.bind(elements[0], OTHER, state)
+                inner = args[0].value
+                item = self.element_of(inner, self.result.values.get(id(inner), UNKNOWN), iterable)
+                self.bind_element(elements[1], item, state, inner)
+                return
+            if name == "zip" and len(args) == len(elements):
+                for arg, sub in zip(args, elements):
+                    item = self.element_of(arg.value, self.result.values.get(id(arg.value), UNKNOWN), iterable)
+                    self.bind_element(sub, item, state, arg.value)
+                return
+        self.bind(target, element, state)
+
+    # -- expressions -------------------------------------------------------------------
+
+    def eval(self, node: cst.BaseExpression, state: State) -> AbstractValue:
+        method = _DISPATCH.get(type(node), _MISSING)
+        if method is _MISSING:
+            method = _DISPATCH[type(node)] = getattr(ScopeEvaluator, "eval_" + type(node).__name__, None)
+        if method is None:
+            for child in _expression_children(node):
+                self.eval(child, state)
+            value = UNKNOWN
+        else:
+            value = method(self, node, state)
+        self.result.values[id(node)] = value
+        return value
+
+    def eval_Name(self, node: cst.Name, state: State) -> AbstractValue:
+        if node.value in ("None", "True", "False"):
+            return OTHER
+        if node.value not in self.shadowed and node.value in self.model.imports.aliases:
+            return OTHER
+        if node.value in T.BUILTINS_OTHER and node.value not in state.env and node.value not in self.shadowed:
+            return OTHER
+        return self.lookup(node.value, state)
+
+    def eval_Attribute(self, node: cst.Attribute, state: State) -> AbstractValue:
+        key = _key(node)
+        if key is not None and key in state.env:
+            self.eval(node.value, state)
+            return state.env[key]
+        qualified = self.qualified(node)
+        if qualified is not None:
+            return OTHER
+        receiver = self.eval(node.value, state)
+        if key is not None and key.split(".", 1)[0] == self.self_name and key.count(".") == 1:
+            return self.fallback(key)
+        attr = node.attr.value
+        if receiver.kind in (Kind.TENSOR, Kind.BATCH):
+            if attr == "device":
+                device = receiver.device if receiver.device.known else accel(f"{key or 'tensor'}.device")
+                return AbstractValue(Kind.DEVICE, device, origin=receiver.origin, source=receiver.source, how=receiver.how)
+            if attr in T.TENSOR_ATTRS:
+                return replace(receiver, kind=Kind.TENSOR, is_parameter=False)
+            if attr in T.NON_TENSOR_ATTRS:
+                return OTHER
+            return UNKNOWN
+        if receiver.kind is Kind.MODULE and attr in ("weight", "bias"):
+            return AbstractValue(Kind.TENSOR, receiver.device, None, receiver.origin, receiver.source,
+                                 receiver.how, is_parameter=True)  # fmt: skip
+        if receiver.kind is Kind.DEVICE and attr in ("type", "index"):
+            return OTHER
+        if attr == "device" and receiver.kind is Kind.UNKNOWN:
+            if receiver.device.known:
+                return AbstractValue(Kind.DEVICE, receiver.device, origin=receiver.origin)
+            if key is not None:
+                return AbstractValue(Kind.DEVICE, accel(key))
+        if attr in ("shape", "dtype", "ndim", "is_cuda"):
+            return OTHER
+        return UNKNOWN
+
+    def eval_SimpleString(self, node: cst.SimpleString, state: State) -> AbstractValue:
+        literal = string_value(node)
+        if literal is not None:
+            kind = literal.split(":", 1)[0].strip()
+            if kind == "cpu":
+                return AbstractValue(Kind.OTHER, CPU, source=Source.LITERAL)
+            if accelerator_type(literal):
+                return AbstractValue(Kind.OTHER, accel(node.value), source=Source.LITERAL)
+        return OTHER
+
+    def eval_Integer(self, node, state):
+        return OTHER
+
+    eval_Float = eval_Imaginary = eval_Integer
+
+    def eval_ConcatenatedString(self, node, state):
+        return OTHER
+
+    def eval_FormattedString(self, node, state):
+        for child in _expression_children(node):
+            self.eval(child, state)
+        return OTHER
+
+    def eval_Ellipsis(self, node, state):
+        return OTHER
+
+    def eval_Lambda(self, node, state):
+        return OTHER
+
+    def _collection(self, node, state) -> AbstractValue:
+        for element in node.elements:
+            if type(element) is cst.DictElement:
+                self.eval(element.key, state)
+                self.eval(element.value, state)
+            else:
+                self.eval(element.value, state)
+        return OTHER
+
+    eval_Tuple = eval_List = eval_Set = eval_Dict = _collection
+
+    def _comprehension(self, node, state) -> AbstractValue:
+        inner = state.copy()
+        comp = node.for_in
+        first = True
+        while comp is not None:
+            iterable = self.eval(comp.iter, state if first else inner)
+            first = False
+            self.bind_element(comp.target, self.element_of(comp.iter, iterable, comp), inner, comp.iter)
+            for condition in comp.ifs:
+                self.eval(condition.test, inner)
+            comp = comp.inner_for_in
+        if type(node) is cst.DictComp:
+            self.eval(node.key, inner)
+            self.eval(node.value, inner)
+        else:
+            self.eval(node.elt, inner)
+        return OTHER
+
+    eval_ListComp = eval_SetComp = eval_GeneratorExp = eval_DictComp = _comprehension
+
+    def eval_NamedExpr(self, node: cst.NamedExpr, state: State) -> AbstractValue:
+        value = self.eval(node.value, state)
+        self.bind(node.target, value, state, node.value)
+        return value
+
+    def eval_IfExp(self, node: cst.IfExp, state: State) -> AbstractValue:
+        self.eval(node.test, state)
+        body = self.eval(node.body, state)
+        orelse = self.eval(node.orelse, state)
+        devices = (Kind.DEVICE, Kind.OTHER)
+        if body.kind in devices and orelse.kind in devices and body.device.known and orelse.device.known:
+            symbol = self.model.ctx.module.code_for_node(node)
+            device = join_symbolic(body.device, orelse.device, symbol)
+            return AbstractValue(Kind.OTHER if body.kind != orelse.kind else body.kind, device, source=Source.LITERAL)
+        return body.join(orelse)
+
+    def eval_BooleanOperation(self, node: cst.BooleanOperation, state: State) -> AbstractValue:
+        left = self.eval(node.left, state)
+        right = self.eval(node.right, state)
+        if left.kind is Kind.OTHER and not left.device.known:
+            return right if type(node.operator) is cst.And else left.join(right)
+        return left.join(right)
+
+    def eval_UnaryOperation(self, node: cst.UnaryOperation, state: State) -> AbstractValue:
+        value = self.eval(node.expression, state)
+        if type(node.operator) is cst.Not:
+            return OTHER
+        return value if value.tensor_like else (OTHER if value.kind is Kind.OTHER else UNKNOWN)
+
+    def eval_Await(self, node, state):
+        self.eval(node.expression, state)
+        return UNKNOWN
+
+    def eval_Starred(self, node, state):
+        self.eval(node.value, state)
+        return UNKNOWN
+
+    def eval_BinaryOperation(self, node: cst.BinaryOperation, state: State) -> AbstractValue:
+        left = self.eval(node.left, state)
+        right = self.eval(node.right, state)
+        if type(node.operator) is cst.Modulo and left.kind is Kind.OTHER:
+            return OTHER  # string formatting
+        return self._binary_result(node, Operand(node.left, left), Operand(node.right, right))
+
+    def eval_Comparison(self, node: cst.Comparison, state: State) -> AbstractValue:
+        operands = [Operand(node.left, self.eval(node.left, state))]
+        for target in node.comparisons:
+            operands.append(Operand(target.comparator, self.eval(target.comparator, state)))
+        if any(type(t.operator) in (cst.Is, cst.IsNot, cst.In, cst.NotIn) for t in node.comparisons):
+            return OTHER
+        if len(operands) == 2:
+            return self._binary_result(node, operands[0], operands[1], comparison=True)
+        return UNKNOWN
+
+    def eval_Subscript(self, node: cst.Subscript, state: State) -> AbstractValue:
+        value = self.eval(node.value, state)
+        for element in node.slice:
+            self._eval_slice(element, state)
+        # indexing with a CPU index or mask is legal: the result lives with the indexed tensor
+        if value.kind in (Kind.TENSOR, Kind.BATCH):
+            zero_dim = False if value.kind is Kind.BATCH else None
+            return AbstractValue(Kind.TENSOR, value.device, zero_dim, value.origin, value.source, value.how)
+        if value.kind is Kind.MODULE:
+            return value
+        return UNKNOWN
+
+    def _eval_slice(self, element: cst.SubscriptElement, state: State) -> None:
+        inner = element.slice
+        if type(inner) is cst.Index:
+            self.eval(inner.value, state)
+        elif type(inner) is cst.Slice:
+            for part in (inner.lower, inner.upper, inner.step):
+                if part is not None:
+                    self.eval(part, state)
+
+    # -- calls -------------------------------------------------------------------------
+
+
+_DISPATCH: dict[type, object] = {}
+_MISSING = object()
+
+
+def _expression_children(node: cst.CSTNode):
+    from devlint.analysis.tree import children
+
+    for child in children(node):
+        if is_expression(child):
+            yield child
+        else:
+            yield from _expression_children(child)

@@ -1,0 +1,260 @@
+"""File-wide facts the device analysis shares across scopes, computed once: the file's
+classes, which are nn.Modules, what they register and own, and the summary of
+`self.<attr>` across a class's methods.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import libcst as cst
+
+from devlint.analysis import device_tables as T
+from devlint.analysis.lattice import OTHER, UNKNOWN, UNKNOWN_DEVICE, AbstractValue, Kind
+from devlint.analysis.tree import dotted_name, keyword_arg, positional_args, statement_suites, string_value
+from devlint.analysis.calls import is_true_arg
+from devlint.analysis.context import FileContext
+from devlint.analysis.interpreter import ScopeEvaluator, ScopeResult
+from devlint.analysis.relevance import RelevanceGate, _self_attributes_assigned
+
+
+class FileModel(RelevanceGate):
+    """File-wide facts the scopes share, computed once."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.imports = ctx.imports
+        self.classes: dict[str, cst.ClassDef] = {}
+        self.class_of: dict[int, cst.ClassDef] = {}
+        self.sets_default_device = False
+        self._scopes: dict[int, ScopeResult] = {}
+        self._module: ScopeResult | None = None
+        self._module_classes: dict[tuple[int, bool], bool] = {}
+        self._summaries: dict[int, dict[str, AbstractValue]] = {}
+        self._registered: dict[int, frozenset[str] | None] = {}
+        self._holds_params: dict[int, bool] = {}
+        self._relevant: dict[int, bool] = {}
+        self._relevant_globals: frozenset[str] | None = None
+        self._index()
+
+    def _index(self) -> None:
+        """Classes, methods, and whether the default device is ever changed: statements
+        only, not expressions, since that is where they stand."""
+        stack: list[cst.CSTNode] = list(self.ctx.module.body)
+        while stack:
+            stmt = stack.pop()
+            if type(stmt) is cst.SimpleStatementLine:
+                for small in stmt.body:
+                    if type(small) is cst.Expr and type(small.value) is cst.Call:
+                        name = dotted_name(small.value.func) or ""
+                        if name.endswith(("set_default_device", "set_default_tensor_type")):
+                            self.sets_default_device = True
+                continue
+            if type(stmt) is cst.ClassDef:
+                self.classes.setdefault(stmt.name.value, stmt)
+                for method in self._methods(stmt):
+                    self.class_of[id(method)] = stmt
+            for suite in statement_suites(stmt):
+                if type(suite) is cst.IndentedBlock:
+                    stack.extend(suite.body)
+                elif type(suite) is cst.SimpleStatementSuite:
+                    stack.append(cst.SimpleStatementLine(body=suite.body))
+
+    @staticmethod
+    def _methods(node: cst.ClassDef) -> list[cst.FunctionDef]:
+        methods = []
+        stack = list(node.body.body) if type(node.body) is cst.IndentedBlock else []
+        while stack:
+            stmt = stack.pop(0)
+            if type(stmt) is cst.FunctionDef:
+                methods.append(stmt)
+            elif type(stmt) in (cst.If, cst.Try) and type(stmt.body) is cst.IndentedBlock:
+                stack.extend(stmt.body.body)
+        return methods
+
+    def qualify(self, node: cst.BaseExpression, shadowed: frozenset[str]) -> str | None:
+        return self.imports.qualify(node, shadowed)
+
+    # -- scopes ------------------------------------------------------------------------
+
+    def scope(self, function: cst.FunctionDef | cst.Lambda, enclosing: list) -> ScopeResult:
+        result = self._scopes.get(id(function))
+        if result is None:
+            if self.is_relevant(function):
+                result = ScopeEvaluator(self, function, enclosing).run()
+            else:
+                result = ScopeResult()  # every value unknown: nothing to report
+            self._scopes[id(function)] = result
+        return result
+
+    def module_scope(self) -> ScopeResult:
+        if self._module is None:
+            self._module = ScopeResult()  # a re-entrant question sees an empty module
+            self._module = ScopeEvaluator(self, self.ctx.module, []).run()
+        return self._module
+
+    def global_value(self, name: str) -> AbstractValue:
+        value = self.module_scope().assigned.get(name)
+        if value is None:
+            return OTHER if name in self.classes or name in self.imports.aliases else UNKNOWN
+        return value
+
+    # -- classes -----------------------------------------------------------------------
+
+    def local_bases(self, node: cst.ClassDef) -> list[cst.ClassDef]:
+        bases = []
+        for arg in node.bases:
+            name = dotted_name(arg.value)
+            base = self.classes.get(name) if name else None
+            if base is not None and base is not node:
+                bases.append(base)
+        return bases
+
+    def is_module_class(self, node: cst.ClassDef, *, strict: bool = False, _seen: frozenset = frozenset()) -> bool:
+        key = (id(node), strict)
+        cached = self._module_classes.get(key)
+        if cached is not None:
+            return cached
+        if id(node) in _seen:
+            return False
+        answer = False
+        for arg in node.bases:
+            qualified = self.qualify(arg.value, frozenset())
+            if qualified is not None and (
+                qualified in T.MODULE_BASES or qualified.startswith(("torch.nn.", *T.MODEL_CLASS_PACKAGES))
+            ):
+                answer = True
+                break
+        if not answer:
+            seen = _seen | {id(node)}
+            answer = any(self.is_module_class(b, strict=strict, _seen=seen) for b in self.local_bases(node))
+        if not answer and not strict and node.bases:
+            answer = any(m.name.value == "forward" for m in self._methods(node))
+        self._module_classes[key] = answer
+        return answer
+
+    def registered_names(self, node: cst.ClassDef, _seen: frozenset = frozenset()) -> frozenset[str] | None:
+        if id(node) in self._registered:
+            return self._registered[id(node)]
+        names: set[str] | None = set()
+        for child in self.ctx.tree.walk(node):
+            if (
+                type(child) is cst.Call
+                and type(child.func) is cst.Attribute
+                and child.func.attr.value in ("register_buffer", "register_parameter", "register_module")
+            ):
+                args = positional_args(child)
+                name = string_value(args[0].value) if args else None
+                if name is None:
+                    names = None
+                    break
+                names.add(name)
+        if names is not None:
+            for base in self.local_bases(node):
+                if id(base) in _seen:
+                    continue
+                inherited = self.registered_names(base, _seen | {id(node)})
+                if inherited is None:
+                    names = None
+                    break
+                names |= inherited
+        result = frozenset(names) if names is not None else None
+        self._registered[id(node)] = result
+        return result
+
+    def holds_params(self, node: cst.ClassDef) -> bool:
+        """Does constructing this local module class create parameters or buffers?"""
+        cached = self._holds_params.get(id(node))
+        if cached is not None:
+            return cached
+        self._holds_params[id(node)] = False  # recursion guard
+        answer = any(
+            (self.qualify(arg.value, frozenset()) or "").startswith(T.MODEL_CLASS_PACKAGES) for arg in node.bases
+        )
+        for child in self.ctx.tree.walk(node) if not answer else ():
+            if type(child) is cst.Call:
+                qualified = self.qualify(child.func, frozenset()) or ""
+                if qualified in T.PARAMETER_LAYERS or qualified == "torch.nn.Parameter":
+                    answer = True
+                elif qualified in T.OPTIONAL_STATE_LAYERS:
+                    answer = any(is_true_arg(keyword_arg(child, k)) for k in T.OPTIONAL_STATE_LAYERS[qualified])
+                elif qualified.startswith(T.MODEL_FACTORIES):
+                    answer = True
+                elif type(child.func) is cst.Attribute and child.func.attr.value in (
+                    "register_buffer", "register_parameter",
+                ):  # fmt: skip
+                    answer = True
+                else:
+                    name = dotted_name(child.func)
+                    local = self.classes.get(name) if name else None
+                    answer = local is not None and local is not node and self.holds_params(local)
+                if answer:
+                    break
+        if not answer:
+            answer = any(self.holds_params(b) for b in self.local_bases(node))
+        self._holds_params[id(node)] = answer
+        return answer
+
+    def places_itself(self, node: cst.ClassDef, _seen: frozenset = frozenset()) -> bool:
+        """Does the class move itself or build its layers on a chosen device
+        (`self.to(device)`, `nn.Linear(..., device=device)`, `**factory_kwargs`)? Then an
+        instance is not known to start on the CPU."""
+        if id(node) in _seen:
+            return False
+        for method in self._methods(node):
+            params = method.params.params
+            self_name = params[0].name.value if params else None
+            for child in self.ctx.tree.walk(method.body):
+                if type(child) is not cst.Call:
+                    continue
+                func = child.func
+                if (
+                    type(func) is cst.Attribute
+                    and func.attr.value in T.MOVE_METHODS
+                    and type(func.value) is cst.Name
+                    and func.value.value == self_name
+                ):
+                    return True
+                if (self.qualify(func, frozenset()) or "").startswith("torch.nn.") and any(
+                    a.star == "**" or (a.keyword is not None and a.keyword.value == "device") for a in child.args
+                ):
+                    return True
+        return any(self.places_itself(b, _seen | {id(node)}) for b in self.local_bases(node))
+
+    def summary(self, node: cst.ClassDef) -> dict[str, AbstractValue]:
+        """`self.<attr>` as any method may have left it: the join of all its assignments.
+
+        In an nn.Module, what the module owns (parameters, buffers, submodules) follows
+        the module wherever it is moved: its device is unknown. A plain tensor attribute
+        stays where it was built.
+        """
+        cached = self._summaries.get(id(node))
+        if cached is not None:
+            return cached
+        self._summaries[id(node)] = {}
+        joined: dict[str, AbstractValue] = {}
+        for cls in [*self.local_bases(node), node]:
+            for method in self._methods(cls):
+                if self.is_relevant(method, building=True):
+                    assigned = ScopeEvaluator(self, method, [], phase1=True).run().assigned
+                    attrs = {key.split(".", 1)[1]: value for key, value in assigned.items()}
+                else:
+                    # not interpreted: whatever it assigns to `self` is unknown
+                    attrs = dict.fromkeys(_self_attributes_assigned(method), UNKNOWN)
+                for attr, value in attrs.items():
+                    joined[attr] = joined[attr].join(value) if attr in joined else value
+        if self.is_module_class(node):
+            registered = self.registered_names(node)
+            for attr, value in list(joined.items()):
+                owned = (
+                    registered is None
+                    or attr in registered
+                    or value.is_parameter
+                    or value.kind not in (Kind.TENSOR, Kind.OTHER, Kind.DEVICE)
+                )
+                if owned:
+                    joined[attr] = replace(value, device=UNKNOWN_DEVICE, origin=None, how="")
+            for attr in registered or ():
+                joined.setdefault(attr, AbstractValue(Kind.TENSOR))
+        self._summaries[id(node)] = joined
+        return joined
