@@ -6,6 +6,17 @@ import enum
 from dataclasses import dataclass, field
 
 
+INFORMATION_URI = "https://github.com/devlint/devlint"
+RULES_URI = f"{INFORMATION_URI}/blob/main/README.md#rules"  # every rule's documentation
+
+_ERROR_CODES = frozenset({"DEV000"})  # the file could not be checked at all
+
+
+def level(code: str) -> str:
+    """How severe a finding of `code` is: "error" where the file could not be checked."""
+    return "error" if code in _ERROR_CODES else "warning"
+
+
 class Safety(str, enum.Enum):
     """Whether a fix keeps the program's behaviour on the machine it was written for."""
 

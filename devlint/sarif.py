@@ -17,16 +17,13 @@ from pathlib import Path
 from urllib.parse import quote
 
 from devlint import __version__
-from devlint.diagnostics import Diagnostic, Edit
-from devlint.lsp.positions import split_lines, to_units
+from devlint.diagnostics import INFORMATION_URI, RULES_URI, Diagnostic, Edit, level
+from devlint.positions import split_lines, to_units
 from devlint.rules import all_rules
 from devlint.source import SourceDecodeError, SourceText
 
 SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-INFORMATION_URI = "https://github.com/devlint/devlint"
-RULES_URI = f"{INFORMATION_URI}/blob/main/README.md#rules"
 SRCROOT = "%SRCROOT%"
-_ERROR_CODES = frozenset({"DEV000"})  # the file could not be checked at all
 
 
 def to_sarif(diagnostics: list[Diagnostic], root: str | None = None) -> dict:
@@ -77,11 +74,6 @@ def to_sarif(diagnostics: list[Diagnostic], root: str | None = None) -> dict:
             "results": results,
         }],
     }  # fmt: skip
-
-
-def level(code: str) -> str:
-    """How severe a finding of `code` is: "error" where the file could not be checked."""
-    return "error" if code in _ERROR_CODES else "warning"
 
 
 def _rule(rule) -> dict:

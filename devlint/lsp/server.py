@@ -24,11 +24,10 @@ from pygls.uris import to_fs_path
 
 from devlint import __version__
 from devlint.config import Config, ConfigError, discover_config
-from devlint.diagnostics import Diagnostic, Edit
+from devlint.diagnostics import RULES_URI, Diagnostic, Edit, level
 from devlint.engine import NOQA, fix_source, lint_source
-from devlint.lsp.positions import Document
+from devlint.positions import Document
 from devlint.rules import all_rules
-from devlint.sarif import RULES_URI, level
 
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.devlint"
 _SOURCE = "devlint"
