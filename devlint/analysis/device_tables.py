@@ -6,6 +6,12 @@ Everything here is copied statically; devlint never imports torch.
 
 from __future__ import annotations
 
+# Device types: the accelerators (one backend each), then all that torch.device accepts.
+ACCELERATOR_TYPES = ("cuda", "mps", "xpu", "npu", "hpu")
+DEVICE_TYPES = frozenset({"cpu", "meta", *ACCELERATOR_TYPES})
+# Accelerator literals that name their backend's current device (no index, or index 0).
+PORTABLE_LITERALS = frozenset({*ACCELERATOR_TYPES, *(f"{kind}:0" for kind in ACCELERATOR_TYPES)})
+
 # torch.utils._device._device_constructors(): the factories that honour `device=` and the
 # default device. Without either they build on the CPU.
 FACTORIES = frozenset(

@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import libcst as cst
 
+from devlint.analysis import device_tables as T
 from devlint.analysis.tree import dotted_name, string_value
 
-ACCELERATOR_TYPES = ("cuda", "mps", "xpu", "npu", "hpu")
 
 AVAILABILITY_CALLS = frozenset(
     {
@@ -31,7 +31,7 @@ _ACCELERATOR_ATTRS = frozenset({"is_cuda", "is_mps", "is_xpu"})
 def accelerator_type(literal: str) -> str | None:
     """`"cuda:1"` -> `"cuda"`; None for `"cpu"`, `"meta"` and anything not a device."""
     kind = literal.split(":", 1)[0].strip()
-    return kind if kind in ACCELERATOR_TYPES else None
+    return kind if kind in T.ACCELERATOR_TYPES else None
 
 
 class GuardOracle:

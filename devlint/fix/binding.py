@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from devlint.analysis import device_tables
 from devlint.analysis.literals import is_device_attribute
 from devlint.analysis.tree import string_value
 from devlint.fix.plan import InsertLines, NodeEdit
@@ -164,7 +165,7 @@ class BindingService:
             return _joined_kind((self.value_kind(value.body), self.value_kind(value.orelse)))
         if type(value) is cst.SimpleString:
             literal = string_value(value)
-            if literal is None or literal.split(":", 1)[0] not in _DEVICE_TYPES:
+            if literal is None or literal.split(":", 1)[0] not in device_tables.DEVICE_TYPES:
                 return "other"
             return "string" if ":" in literal else "type"
         if type(value) in (cst.ConcatenatedString, cst.FormattedString):
@@ -288,7 +289,6 @@ class BindingService:
 
 
 _DEVICE_CALLS = frozenset({"torch.device", "torch.accelerator.current_accelerator"})
-_DEVICE_TYPES = frozenset({"cpu", "cuda", "mps", "xpu", "npu", "hpu", "meta"})
 
 
 def _is_none(node: cst.BaseExpression | None) -> bool:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
+from devlint.analysis import device_tables
 from devlint.analysis.guards import in_compat_fallback
 from devlint.analysis.literals import VARIABLE, DeviceLiteral, device_literal, is_device_attribute, torch_device_call
 from devlint.analysis.tree import dotted_name, int_value, string_value
@@ -779,12 +780,11 @@ def _device_strings(node: cst.BaseExpression, *, allow_many: bool) -> list[str]:
         values = [string_value(e.value) if type(e) is not cst.StarredElement else None for e in node.elements]
     else:
         values = [string_value(node)]
-    if not values or any(v is None or v.split(":", 1)[0] not in _DEVICE_STRINGS for v in values):
+    if not values or any(v is None or v.split(":", 1)[0] not in device_tables.DEVICE_TYPES for v in values):
         return []
     return values  # type: ignore[return-value]
 
 
-_DEVICE_STRINGS = frozenset({"cuda", "cpu", "mps", "xpu", "npu", "hpu", "meta"})
 
 
 class DeviceDefaultArgument(Rule):

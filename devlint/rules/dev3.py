@@ -19,7 +19,6 @@ from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore
 from devlint.rules.base import Rule
 
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
-_PORTABLE_LITERALS = frozenset({"cuda", "cuda:0", "mps", "xpu", "xpu:0", "npu", "hpu"})
 _MOVES = frozenset(device_tables.MOVE_METHODS - {"cpu"})
 
 
@@ -381,7 +380,7 @@ def _device_code(rule: Rule, device: Device, *, same_scope: bool) -> tuple[str, 
         found = rule.binding.device()
         return (found.code, found.edits) if found is not None else None
     if symbol[:1] in "\"'":
-        if symbol.strip("\"'") not in _PORTABLE_LITERALS:
+        if symbol.strip("\"'") not in device_tables.PORTABLE_LITERALS:
             return None  # an index other than 0 is DEV103's
         found = rule.binding.device()
         return (found.code, found.edits) if found is not None else None
