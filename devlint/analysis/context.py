@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
-from devlint.analysis.guards import GuardOracle, assigned_guard_names, exits_block
+from devlint.analysis.guards import GuardOracle, assigned_guard_names, exits_block, named_for_cuda
 from devlint.analysis.names import ImportTable, local_bindings
 from devlint.analysis.tree import Tree, bound_names, dotted_name
 
@@ -225,8 +225,7 @@ class FileContext:
             test = decorator.args[0].value
             when = self.guards.when_true if _SKIP_DECORATORS[last] else self.guards.when_false
             return when(test)
-        lowered = name.lower()
-        return "cuda" in lowered or "gpu" in lowered
+        return named_for_cuda(name)
 
 
 def _no_names(node: cst.BaseExpression) -> str | None:

@@ -28,6 +28,13 @@ AVAILABILITY_CALLS = frozenset(
 _ACCELERATOR_ATTRS = frozenset({"is_cuda", "is_mps", "is_xpu"})
 
 
+def named_for_cuda(name: str) -> bool:
+    """`benchmark_cuda`, `CUDAPrefetcher`, `requires_gpu`: code named for CUDA is CUDA-only
+    by intent."""
+    lowered = name.lower()
+    return "cuda" in lowered or "gpu" in lowered
+
+
 def accelerator_type(literal: str) -> str | None:
     """`"cuda:1"` -> `"cuda"`; None for `"cpu"`, `"meta"` and anything not a device."""
     kind = literal.split(":", 1)[0].strip()

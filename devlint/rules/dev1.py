@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from devlint.analysis import device_tables
-from devlint.analysis.guards import in_compat_fallback
+from devlint.analysis.guards import in_compat_fallback, named_for_cuda
 from devlint.analysis.literals import VARIABLE, DeviceLiteral, device_literal, is_device_attribute, torch_device_call
 from devlint.analysis.tree import dotted_name, int_value, string_value
 from devlint.fix.plan import FixPlan, Replace
@@ -716,10 +716,8 @@ class UnguardedCudaApi(Rule):
     def _guarded(self) -> bool:
         if self.ctx.in_accelerator_branch():
             return True
-        # code in a function or class named for CUDA (`benchmark_cuda`, `CUDAPrefetcher`) is CUDA-only by intent
         return any(
-            type(n) in (cst.FunctionDef, cst.ClassDef) and any(w in n.name.value.lower() for w in ("cuda", "gpu"))
-            for n in self.ctx.ancestors
+            type(n) in (cst.FunctionDef, cst.ClassDef) and named_for_cuda(n.name.value) for n in self.ctx.ancestors
         )
 
 
