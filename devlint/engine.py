@@ -21,7 +21,7 @@ from devlint.config import Config
 from devlint.diagnostics import Diagnostic, Fix, Safety
 from devlint.fix.apply import apply_edits, plan_to_edits, select_compatible
 from devlint.rules import all_rules
-from devlint.fix.plan import InsertLines
+from devlint.fix.plan import InsertLines, ReplaceUpTo
 from devlint.rules.base import Report, Rule, visitors
 from devlint.source import LineIndex
 
@@ -247,6 +247,8 @@ def _needed_nodes(reports: list[Report], module: cst.Module) -> list[cst.CSTNode
                     node = step.node
                 if node is not None:
                     nodes.append(node)
+                if isinstance(step, ReplaceUpTo):
+                    nodes.append(step.end)
     return nodes
 
 

@@ -214,7 +214,7 @@ class TorchCalls:
             else:
                 device = UNKNOWN_DEVICE
             how = f"{short} without device="
-        elif qualified in ("torch.vander", "torch.fill") and positional:
+        elif qualified in T.TENSOR_ARGUMENT_FACTORIES and positional:
             device = self.result.values.get(id(positional[0].value), UNKNOWN).device
             how = f"{short}(...)"
         else:

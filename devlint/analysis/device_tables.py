@@ -29,6 +29,11 @@ FACTORIES = frozenset(
     }
 )  # fmt: skip
 
+# Factories that build on their tensor argument's device (`torch.vander(x)`, `torch.fill(x, v)`).
+TENSOR_ARGUMENT_FACTORIES = frozenset({"torch.vander", "torch.fill"})
+# Factories a fix may give `device=`.
+DEVICE_FACTORIES = FACTORIES - TENSOR_ARGUMENT_FACTORIES
+
 # Factories whose first argument is data (its device, when it is a tensor, is kept).
 DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray"})
 

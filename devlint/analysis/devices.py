@@ -88,6 +88,10 @@ class DeviceAnalysis:
                 return snapshot
         return None
 
+    def class_of(self, method: cst.FunctionDef) -> cst.ClassDef | None:
+        """The class whose body defines `method` (directly, or under `if`/`try`), or None."""
+        return self.model.class_of.get(id(method))
+
     def is_module_class(self, node: cst.ClassDef, *, strict: bool = False) -> bool:
         """Does this class derive from nn.Module (through local classes, or Lightning)?
         Not strict: a class with a `forward` method and some base also counts."""

@@ -8,7 +8,7 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from devlint.diagnostics import Diagnostic, Edit
-from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore, InsertLines, Replace
+from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore, InsertLines, Replace, ReplaceUpTo
 from devlint.source import LineIndex
 
 
@@ -20,6 +20,8 @@ def plan_to_edits(
         if isinstance(step, Replace):
             where = positions[step.node]
             edits.append(_edit(where.start, where.end, step.text))
+        elif isinstance(step, ReplaceUpTo):
+            edits.append(_edit(positions[step.node].start, positions[step.end].start, step.text))
         elif isinstance(step, InsertBefore):
             where = positions[step.node]
             edits.append(_edit(where.start, where.start, step.text))

@@ -34,6 +34,17 @@ class InsertAfter:
 
 
 @dataclass(frozen=True)
+class ReplaceUpTo:
+    """Replace the code from `node`'s first character up to `end`'s first character by
+    `text`: tokens that are no node of their own (`self.w = ` before a value) change while
+    `end` keeps its text."""
+
+    node: cst.CSTNode
+    end: cst.CSTNode
+    text: str
+
+
+@dataclass(frozen=True)
 class InsertLines:
     """Insert whole lines (`text` ends with a newline) after statement `after`,
     or at the top of the file when `after` is None."""
@@ -42,7 +53,7 @@ class InsertLines:
     text: str
 
 
-NodeEdit = Replace | InsertBefore | InsertAfter | InsertLines
+NodeEdit = Replace | ReplaceUpTo | InsertBefore | InsertAfter | InsertLines
 
 
 @dataclass(frozen=True)

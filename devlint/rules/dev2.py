@@ -8,7 +8,7 @@ from devlint.analysis import device_tables
 from devlint.analysis.devices import DeviceAnalysis
 from devlint.analysis.lattice import Conflict, Kind, Operand, Source
 from devlint.analysis.tree import Tree, dotted_name
-from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore, Replace
+from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore, Replace, ReplaceUpTo
 from devlint.rules.base import Rule
 
 
@@ -104,7 +104,7 @@ class MixedDevices(Rule):
         if not analysis.in_current_scope(origin):
             return None
         qualified = self.ctx.qualify(origin.func)
-        if qualified not in device_tables.FACTORIES or qualified in ("torch.vander", "torch.fill"):
+        if qualified not in device_tables.DEVICE_FACTORIES:
             return None
         if any(a.keyword is not None and a.keyword.value == "device" for a in origin.args):
             return None
@@ -117,7 +117,7 @@ class MixedDevices(Rule):
         if origin.args:
             last = origin.args[-1]
             return FixPlan.safe(InsertAfter(last.value, f", device={code}"), *edits)
-        return FixPlan.safe(Replace(origin, f"{analysis.code(origin.func, 10_000)}(device={code})"), *edits)
+        return FixPlan.safe(Replace(origin, f"{self.source_of(origin.func)}(device={code})"), *edits)
 
     def _device_code(self, analysis: DeviceAnalysis, origin: cst.Call, other: Operand):
         """Code that names `other`'s device where `origin` stands (SPEC §3's order), and
@@ -294,7 +294,7 @@ class UnregisteredModuleTensor(Rule):
             return
         method = functions[0]
         analysis = DeviceAnalysis.of(self.ctx)
-        cls = analysis.model.class_of.get(id(method))
+        cls = analysis.class_of(method)
         if cls is None or not analysis.is_module_class(cls, strict=True):
             return
         params = method.params.params
@@ -319,10 +319,10 @@ class UnregisteredModuleTensor(Rule):
             f"on {value.device}; register it as a buffer"
         )
         fix = None
-        if not _class_level(cls, attr) and type(node) is cst.Assign:
-            code = analysis.code(value_node, 10_000)
-            text = f'{self_name}.register_buffer("{attr}", {code}, persistent=False)'
-            fix = FixPlan.unsafe(Replace(node, text))
+        if not _class_level(cls, attr) and type(node) is cst.Assign and not value_node.lpar:
+            # `self.name = ` becomes `self.register_buffer("name", `: the value keeps its own text
+            opening = f'{self_name}.register_buffer("{attr}", '
+            fix = FixPlan.unsafe(ReplaceUpTo(node, value_node, opening), InsertAfter(value_node, ", persistent=False)"))
         self.report(node, message, fix)
 
 

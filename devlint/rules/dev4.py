@@ -112,7 +112,7 @@ class CreateThenMove(Rule):
         if type(factory) is not cst.Call or not factory.args or factory.lpar:
             return
         qualified = self.ctx.qualify(factory.func)
-        if qualified not in device_tables.FACTORIES or qualified in ("torch.vander", "torch.fill"):
+        if qualified not in device_tables.DEVICE_FACTORIES:
             return
         if any(a.star or (a.keyword is not None and a.keyword.value in _FACTORY_BLOCKERS) for a in factory.args):
             return
