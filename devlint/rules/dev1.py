@@ -221,7 +221,7 @@ class HardcodedDeviceIndex(Rule):
 
     ## Use instead
         local_rank = int(os.environ.get("LOCAL_RANK", 0))
-        torch.cuda.set_device(local_rank)  # or launch with torchrun and use DDP
+        torch.accelerator.set_device_index(local_rank)  # or launch with torchrun and use DDP
 
     ## Fix safety
     No fix: the right index depends on how the program is launched (`LOCAL_RANK`).

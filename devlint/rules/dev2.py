@@ -30,14 +30,16 @@ class MixedDevices(Rule):
     in-place one).
 
     ## Example
-        def forward(self, x):
-            mask = torch.ones(x.size(0), 5)
-            return x * mask
+        class Net(nn.Module):
+            def forward(self, x):
+                mask = torch.ones(x.size(0), 5)
+                return x * mask
 
     ## Use instead
-        def forward(self, x):
-            mask = torch.ones(x.size(0), 5, device=x.device)
-            return x * mask
+        class Net(nn.Module):
+            def forward(self, x):
+                mask = torch.ones(x.size(0), 5, device=x.device)
+                return x * mask
 
     ## Fix safety
     Safe: when the CPU operand is built by a factory in the same function, `device=`
@@ -216,10 +218,15 @@ class NumpyOnDevice(Rule):
     shows only on the machine with the accelerator.
 
     ## Example
-        y = model(x.to(device))
+        # setup: device = torch.accelerator.current_accelerator()
+        model = nn.Linear(4, 2).to(device)
+        y = model(torch.randn(8, 4).to(device))
         y.detach().numpy()
 
     ## Use instead
+        # setup: device = torch.accelerator.current_accelerator()
+        model = nn.Linear(4, 2).to(device)
+        y = model(torch.randn(8, 4).to(device))
         y.detach().cpu().numpy()
 
     ## Fix safety

@@ -41,11 +41,13 @@ class ModelLeftOnCpu(Rule):
     The finding is reported where the model is built, since that is where it must move.
 
     ## Example
-        network = Net()
+        # setup: device = torch.accelerator.current_accelerator()
+        network = nn.Linear(4, 2)
         pred = network(sample.to(device))
 
     ## Use instead
-        network = Net().to(device)
+        # setup: device = torch.accelerator.current_accelerator()
+        network = nn.Linear(4, 2).to(device)
         pred = network(sample.to(device))
 
     ## Fix safety
@@ -139,12 +141,16 @@ class BatchLeftOnCpu(Rule):
     the same device`.
 
     ## Example
-        model = Net().to(device)
+        # setup: device = torch.accelerator.current_accelerator()
+        model = nn.Linear(4, 2).to(device)
+        loader = DataLoader(dataset, batch_size=32)
         for x, y in loader:
             loss = criterion(model(x), y)
 
     ## Use instead
-        model = Net().to(device)
+        # setup: device = torch.accelerator.current_accelerator()
+        model = nn.Linear(4, 2).to(device)
+        loader = DataLoader(dataset, batch_size=32)
         for x, y in loader:
             x, y = x.to(device), y.to(device)
             loss = criterion(model(x), y)

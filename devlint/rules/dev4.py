@@ -31,11 +31,19 @@ class SyncInLoop(Rule):
     once, after the loop or every N steps.
 
     ## Example
+        # setup: device = torch.accelerator.current_accelerator()
+        # setup: model = nn.Linear(4, 2).to(device)
+        # setup: loader = DataLoader(dataset, batch_size=32)
+        # setup: criterion = nn.CrossEntropyLoss()
+        running = 0.0
         for x, y in loader:
             loss = criterion(model(x.to(device)), y.to(device))
             running += loss.item()
 
     ## Use instead
+        # setup: device = torch.accelerator.current_accelerator()
+        # setup: model = nn.Linear(4, 2).to(device)
+        # setup: loader = DataLoader(dataset, batch_size=32)
         running = torch.zeros((), device=device)
         for x, y in loader:
             loss = criterion(model(x.to(device)), y.to(device))
@@ -158,7 +166,7 @@ class TransferInLoop(Rule):
             loss = F.cross_entropy(model(x), y, weight=class_weights.to(device))
 
     ## Use instead
-        class_weights = torch.tensor([1.0, 2.0]).to(device)
+        class_weights = torch.tensor([1.0, 2.0], device=device)
         for x, y in loader:
             loss = F.cross_entropy(model(x), y, weight=class_weights)
 
