@@ -120,6 +120,13 @@ class FileContext:
                 return index
         raise ValueError("node is not on the current path")
 
+    def indentation(self) -> str:
+        """The indentation of the statement where the walk stands: every enclosing block's."""
+        default = self.module.default_indent
+        return "".join(
+            (n.indent if n.indent is not None else default) for n in self.ancestors if type(n) is cst.IndentedBlock
+        )
+
     def functions(self) -> list[cst.FunctionDef | cst.Lambda]:
         """Enclosing functions, innermost first."""
         return self._functions[::-1]

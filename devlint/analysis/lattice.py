@@ -39,6 +39,10 @@ class Device:
             return self.symbol or "an accelerator"
         return "unknown device"
 
+    def in_words(self) -> str:
+        """For messages: the code naming the device in backticks, else what it is."""
+        return f"`{self.symbol}`" if self.symbol else str(self)
+
 
 CPU = Device("cpu")
 UNKNOWN_DEVICE = Device("unknown")

@@ -10,18 +10,24 @@ something that is not a device, a free name is chosen.
 from __future__ import annotations
 
 import bisect
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from devlint.analysis import device_tables
+from devlint.analysis.lattice import AbstractValue, Device, Kind, Operand
 from devlint.analysis.literals import is_device_attribute
-from devlint.analysis.tree import string_value
+from devlint.analysis.tree import bound_names, dotted_name, string_value
 from devlint.fix.plan import InsertLines, NodeEdit
 
 if TYPE_CHECKING:
     from devlint.analysis.context import FileContext
+
+Code = tuple[str, tuple[NodeEdit, ...]]  # device code, and the edits (prelude lines) it needs
+_DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,109 @@ class BindingService:
                 f'if {torch}.accelerator.is_available() else {torch}.device("cpu")'
             )
         return code, edits
+
+    # -- code naming a device ------------------------------------------------------------
+
+    def code_for(
+        self,
+        device: Device,
+        *,
+        names: Mapping[str, AbstractValue] | None = None,
+        operand: Operand | None = None,
+        same_scope: bool = True,
+    ) -> Code | None:
+        """The code that names `device` (an analysis device) and the edits it needs, in
+        SPEC §3's order; None when no name is sure to mean that device there. Every fix
+        that writes a device asks here.
+
+        By default the code stands where the walk is. With `names` (the names bound where
+        a factory stands, from the analysis) and `operand` (the tensor already on
+        `device`), it stands at that factory and may be `<operand>.device`. `same_scope`:
+        the code stands in the scope where `device` got its name.
+        """
+        if names is not None and operand is not None:
+            return self._code_among(names, device, operand)
+        return self._code_here(device, same_scope)
+
+    def _code_among(self, names: Mapping[str, AbstractValue], target: Device, other: Operand) -> Code | None:
+        """Code naming `target`, the device of `other`, where `names` are bound."""
+        binding = self.name
+
+        def same_device(name: str) -> bool:
+            value = names.get(name)
+            return value is not None and value.device == target
+
+        symbol = target.symbol or ""
+        if binding in names:
+            value = names[binding]
+            if value.kind in (Kind.DEVICE, Kind.OTHER) and value.device == target:
+                return binding, ()
+            if symbol == binding and not value.device.known:
+                return binding, ()  # the very name the other operand was moved with
+        candidates = []
+        if symbol.endswith(".device"):
+            candidates.append(symbol[: -len(".device")])
+        operand = dotted_name(other.expr)
+        if operand is not None and other.value.kind is not Kind.MODULE:
+            candidates.append(operand)
+        for candidate in candidates:
+            head = candidate.split(".", 1)[0]
+            if same_device(candidate) and (head == candidate or head in names or head == "self"):
+                value = names[candidate]
+                if value.kind in (Kind.TENSOR, Kind.UNKNOWN, Kind.BATCH):
+                    return f"{candidate}.device", ()
+        if same_device(symbol) and names[symbol].kind in (Kind.DEVICE, Kind.OTHER):
+            return symbol, ()
+        if symbol == binding or (symbol.strip("\"'") in ("cuda", "cuda:0") and symbol[:1] in "\"'"):
+            if any(binding in self.ctx.bindings_of(f) for f in self.ctx.functions()):
+                return None  # a local `device` the factory cannot see yet
+            device = self.device()
+            if device is not None:
+                return device.code, device.edits
+        return None
+
+    def _code_here(self, device: Device, same_scope: bool) -> Code | None:
+        """Code naming `device` where the walk stands."""
+        symbol = device.symbol
+        binding = self.name
+        if symbol is None or symbol == binding:
+            found = self.device()
+            return (found.code, found.edits) if found is not None else None
+        if symbol[:1] in "\"'":
+            if symbol.strip("\"'") not in device_tables.PORTABLE_LITERALS:
+                return None  # an index other than 0 is DEV103's
+            found = self.device()
+            return (found.code, found.edits) if found is not None else None
+        if same_scope and _DOTTED.match(symbol) and self._visible(symbol.split(".", 1)[0]):
+            return symbol, ()
+        return None
+
+    def _visible(self, name: str) -> bool:
+        """Is `name` bound where the walk stands?"""
+        ctx = self.ctx
+        functions = ctx.functions()
+        if functions:
+            function = functions[0]
+            if name not in ctx.bindings_of(function):
+                return True  # a global or an enclosing function's name
+            params = function.params
+            every = (*params.posonly_params, *params.params, *params.kwonly_params)
+            return any(p.name.value == name for p in every) or ctx.assigned_before(function, name)
+        top = ctx.top_level_statement()
+        for stmt in ctx.module.body:
+            if stmt is top:
+                return False
+            for node in ctx.tree.walk_scope(stmt):
+                target = None
+                if type(node) is cst.AssignTarget:
+                    target = node.target
+                elif type(node) in (cst.FunctionDef, cst.ClassDef):
+                    target = node.name
+                elif type(node) is cst.ImportAlias:
+                    target = node.asname.name if node.asname is not None else node.name
+                if target is not None and name in set(bound_names(target)) | {dotted_name(target)}:
+                    return True
+        return False
 
     # -- the device ------------------------------------------------------------------
 

@@ -706,12 +706,7 @@ class UnguardedCudaApi(Rule):
         line = self.ctx.parent(expr) if type(expr) is cst.Expr else None
         if type(line) is not cst.SimpleStatementLine or len(line.body) != 1:
             return None
-        module = self.ctx.module
-        return "".join(
-            (n.indent if n.indent is not None else module.default_indent)
-            for n in self.ctx.ancestors
-            if type(n) is cst.IndentedBlock
-        )
+        return self.ctx.indentation()
 
     def _guarded(self) -> bool:
         if self.ctx.in_accelerator_branch():

@@ -6,7 +6,7 @@ import libcst as cst
 
 from devlint.analysis import device_tables
 from devlint.analysis.devices import DeviceAnalysis
-from devlint.analysis.lattice import Conflict, Kind, Operand, Source
+from devlint.analysis.lattice import Conflict, Operand, Source
 from devlint.analysis.tree import Tree, dotted_name
 from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore, Replace, ReplaceUpTo
 from devlint.rules.base import Rule
@@ -112,7 +112,8 @@ class MixedDevices(Rule):
             return None
         if any(a.star == "**" for a in origin.args):
             return None
-        device = self._device_code(analysis, origin, conflict.other)
+        names = analysis.names_at(origin) or {}
+        device = self.binding.code_for(conflict.other.value.device, names=names, operand=conflict.other)
         if device is None:
             return None
         code, edits = device
@@ -120,46 +121,6 @@ class MixedDevices(Rule):
             last = origin.args[-1]
             return FixPlan.safe(InsertAfter(last.value, f", device={code}"), *edits)
         return FixPlan.safe(Replace(origin, f"{self.source_of(origin.func)}(device={code})"), *edits)
-
-    def _device_code(self, analysis: DeviceAnalysis, origin: cst.Call, other: Operand):
-        """Code that names `other`'s device where `origin` stands (SPEC §3's order), and
-        the edits it needs; None when no name is sure to mean that device there."""
-        names = analysis.names_at(origin) or {}
-        target = other.value.device
-        binding = self.binding.name
-
-        def same_device(name: str) -> bool:
-            value = names.get(name)
-            return value is not None and value.device == target
-
-        symbol = target.symbol or ""
-        if binding in names:
-            value = names[binding]
-            if value.kind in (Kind.DEVICE, Kind.OTHER) and value.device == target:
-                return binding, ()
-            if symbol == binding and not value.device.known:
-                return binding, ()  # the very name the other operand was moved with
-        candidates = []
-        if symbol.endswith(".device"):
-            candidates.append(symbol[: -len(".device")])
-        operand = dotted_name(other.expr)
-        if operand is not None and other.value.kind is not Kind.MODULE:
-            candidates.append(operand)
-        for candidate in candidates:
-            head = candidate.split(".", 1)[0]
-            if same_device(candidate) and (head == candidate or head in names or head == "self"):
-                value = names[candidate]
-                if value.kind in (Kind.TENSOR, Kind.UNKNOWN, Kind.BATCH):
-                    return f"{candidate}.device", ()
-        if same_device(symbol) and names[symbol].kind in (Kind.DEVICE, Kind.OTHER):
-            return symbol, ()
-        if symbol == binding or (symbol.strip("\"'") in ("cuda", "cuda:0") and symbol[:1] in "\"'"):
-            if any(binding in self.ctx.bindings_of(f) for f in self.ctx.functions()):
-                return None  # a local `device` the factory cannot see yet
-            device = self.binding.device()
-            if device is not None:
-                return device.code, device.edits
-        return None
 
 
 class DiscardedTo(Rule):

@@ -6,19 +6,17 @@ finding goes and what the fix rebinds.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 import libcst as cst
 
 from devlint.analysis import device_tables
 from devlint.analysis.devices import DeviceAnalysis
-from devlint.analysis.lattice import Conflict, Device, Source
-from devlint.analysis.tree import Tree, bound_names, children, dotted_name
+from devlint.analysis.lattice import Conflict, Source
+from devlint.analysis.tree import Tree, children, dotted_name
 from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore
 from devlint.rules.base import Rule
 
-_DOTTED = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
 _MOVES = frozenset(device_tables.MOVE_METHODS - {"cpu"})
 
 
@@ -88,9 +86,9 @@ class ModelLeftOnCpu(Rule):
         tensor = analysis.code(conflict.other.expr, 40)
         message = (
             f"`{built}` is built on the CPU and never moved, but line {analysis.line_of(conflict.node)} "
-            f"calls it with `{tensor}` on {_where(conflict.other.value.device)} (`{called}`)"
+            f"calls it with `{tensor}` on {conflict.other.value.device.in_words()} (`{called}`)"
         )
-        device = _device_code(self, conflict.other.value.device, same_scope=same_scope)
+        device = self.binding.code_for(conflict.other.value.device, same_scope=same_scope)
         fix = None
         if device is not None:
             code, edits = device
@@ -186,7 +184,7 @@ class BatchLeftOnCpu(Rule):
         other = analysis.code(conflict.other.expr, 40)
         message = (
             f"batch `{batch}` from `{analysis.code(node.iter, 40)}` stays on the CPU but meets `{other}` "
-            f"on {_where(conflict.other.value.device)} at line {analysis.line_of(conflict.node)}; move it in the loop"
+            f"on {conflict.other.value.device.in_words()} at line {analysis.line_of(conflict.node)}; move it in the loop"
         )
         self.report(node, message, self._fix(node, conflict))
 
@@ -194,14 +192,14 @@ class BatchLeftOnCpu(Rule):
         body = node.body
         if type(body) is not cst.IndentedBlock or not body.body:
             return None
-        device = _device_code(self, conflict.other.value.device, same_scope=True)
+        device = self.binding.code_for(conflict.other.value.device)
         if device is None:
             return None
         code, edits = device
         statement = _rebinding(_batch_target(node), body, code)
         if statement is None:
             return None
-        indent = _indentation(self.ctx, body)
+        indent = self.ctx.indentation() + (body.indent if body.indent is not None else self.ctx.module.default_indent)
         newline = self.ctx.module.default_newline
         return FixPlan.safe(InsertBefore(body.body[0], f"{statement}{newline}{indent}"), *edits)
 
@@ -369,57 +367,8 @@ def _touched_elsewhere(tree: Tree, within: cst.CSTNode, key: str, here: cst.CSTN
     return False
 
 
-def _where(device: Device) -> str:
-    return f"`{device.symbol}`" if device.symbol else str(device)
-
-
 def _method_name(call: cst.Call) -> str | None:
     return call.func.attr.value if type(call.func) is cst.Attribute else None
-
-
-def _device_code(rule: Rule, device: Device, *, same_scope: bool) -> tuple[str, tuple] | None:
-    """Code naming `device` where the walk stands, and the edits it needs; None when no
-    name is sure to mean that device there."""
-    symbol = device.symbol
-    binding = rule.binding.name
-    if symbol is None or symbol == binding:
-        found = rule.binding.device()
-        return (found.code, found.edits) if found is not None else None
-    if symbol[:1] in "\"'":
-        if symbol.strip("\"'") not in device_tables.PORTABLE_LITERALS:
-            return None  # an index other than 0 is DEV103's
-        found = rule.binding.device()
-        return (found.code, found.edits) if found is not None else None
-    if same_scope and _DOTTED.match(symbol) and _visible(rule.ctx, symbol.split(".", 1)[0]):
-        return symbol, ()
-    return None
-
-
-def _visible(ctx, name: str) -> bool:
-    """Is `name` bound where the walk stands?"""
-    functions = ctx.functions()
-    if functions:
-        function = functions[0]
-        if name not in ctx.bindings_of(function):
-            return True  # a global or an enclosing function's name
-        params = function.params
-        every = (*params.posonly_params, *params.params, *params.kwonly_params)
-        return any(p.name.value == name for p in every) or ctx.assigned_before(function, name)
-    top = ctx.top_level_statement()
-    for stmt in ctx.module.body:
-        if stmt is top:
-            return False
-        for node in ctx.tree.walk_scope(stmt):
-            target = None
-            if type(node) is cst.AssignTarget:
-                target = node.target
-            elif type(node) in (cst.FunctionDef, cst.ClassDef):
-                target = node.name
-            elif type(node) is cst.ImportAlias:
-                target = node.asname.name if node.asname is not None else node.name
-            if target is not None and name in set(bound_names(target)) | {dotted_name(target)}:
-                return True
-    return False
 
 
 def _batch_target(node: cst.For) -> cst.BaseExpression | None:
@@ -491,16 +440,6 @@ def _shape_of_use(use: cst.Name, parent: cst.CSTNode) -> str:
     if type(parent) in (cst.BinaryOperation, cst.Comparison, cst.ComparisonTarget):
         return "tensor"
     return "other"
-
-
-def _indentation(ctx, body: cst.IndentedBlock) -> str:
-    """The indentation of `body`'s statements: every enclosing block's, then its own."""
-    default = ctx.module.default_indent
-    indent = ""
-    for node in ctx.ancestors:
-        if type(node) is cst.IndentedBlock:
-            indent += node.indent if node.indent is not None else default
-    return indent + (body.indent if body.indent is not None else default)
 
 
 def _used_as_checkpoint(tree: Tree, scope: cst.CSTNode, name: str) -> bool:

@@ -83,7 +83,7 @@ class SyncInLoop(Rule):
         if not _on_accelerator(value) or innermost_loop(self.ctx) is None:
             return
         name = analysis.code(tensor, 40)
-        self.report(node, f"{what} on `{name}` ({_where(value)}) waits for the accelerator on every iteration")
+        self.report(node, f"{what} on `{name}` (on {value.device.in_words()}) waits for the accelerator on every iteration")
 
 
 class CreateThenMove(Rule):
@@ -195,7 +195,7 @@ class TransferInLoop(Rule):
             return
         if moved.device.is_cpu or _changes_in(self.ctx.tree, loop, name):
             return
-        message = f"`{analysis.code(node, 50)}` copies the same tensor to {_where(moved).removeprefix('on ')} on every iteration: move it once, before the loop"
+        message = f"`{analysis.code(node, 50)}` copies the same tensor to {moved.device.in_words()} on every iteration: move it once, before the loop"
         self.report(node, message)
 
 
@@ -214,11 +214,6 @@ def innermost_loop(ctx) -> cst.For | cst.While | None:
         if isinstance(parent, _LOOPS) and child is parent.body:
             return parent
     return None
-
-
-def _where(value: AbstractValue) -> str:
-    symbol = value.device.symbol
-    return f"on `{symbol}`" if symbol else "on an accelerator"
 
 
 def _on_accelerator(value: AbstractValue) -> bool:
