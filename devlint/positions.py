@@ -36,16 +36,6 @@ def to_units(line: str, col: int, encoding: str = UTF16) -> int:
     return units_of(line[:col], encoding) + max(col - len(line), 0)
 
 
-def from_units(line: str, units: int, encoding: str = UTF16) -> int:
-    """The code-point column of a column in code units; inside a character rounds up."""
-    seen = 0
-    for index, char in enumerate(line):
-        if seen >= units:
-            return index
-        seen += units_of(char, encoding)
-    return len(line)
-
-
 class Document:
     """One text and its lines, converting between devlint and LSP positions.
 
@@ -77,12 +67,6 @@ class Document:
         text = self.lines[index]
         col = min(offset - self._starts[index], len(text))
         return index, to_units(text, col, self.encoding)
-
-    def devlint_position(self, line: int, character: int) -> tuple[int, int]:
-        """The devlint (line, col) of an LSP position; past the end clamps to the end."""
-        if line >= len(self.lines):
-            return len(self.lines), len(self.lines[-1])
-        return line + 1, from_units(self.lines[line], character, self.encoding)
 
     @property
     def end(self) -> tuple[int, int]:

@@ -57,10 +57,6 @@ class ImportTable:
         if qualified == "torch" and local not in self.torch_aliases:
             self.torch_aliases.append(local)
 
-    @property
-    def mentions_torch(self) -> bool:
-        return any(q == "torch" or q.startswith("torch.") for q in self.aliases.values())
-
     def qualify(self, node: cst.BaseExpression, shadowed: frozenset[str] = frozenset()) -> str | None:
         """`th.cuda.amp.autocast` -> `torch.cuda.amp.autocast`; None if not imported."""
         dotted = dotted_name(node)
