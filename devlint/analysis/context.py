@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
-from devlint.analysis.guards import GuardOracle, assigned_guard_names, exits_block, named_for_cuda
+from devlint.analysis.guards import NONE, Backends, GuardOracle, exits_block, flag_assignments, named_for_cuda, present
 from devlint.analysis.names import ImportTable, local_bindings
 from devlint.analysis.tree import Tree, bound_names, dotted_name
 
@@ -42,8 +42,8 @@ class FileContext:
     def __post_init__(self) -> None:
         self.tree = Tree(self.module)
         self.imports = ImportTable(self.module)
-        self.guards = GuardOracle(self.qualify)
-        self._guarded: set[int] = set()
+        self.guards = GuardOracle(self.qualify, lambda: flag_assignments(self.tree.nodes))
+        self._guarded: dict[int, Backends] = {}  # statements and definitions a guard holds
         self._bindings: dict[int, frozenset[str]] = {}
         self._assigned: set[tuple[int, str]] = set()
         self._torch_names = frozenset(self.imports.aliases)
@@ -144,33 +144,35 @@ class FileContext:
     def top_level_statement(self) -> cst.CSTNode | None:
         return self.ancestors[1] if len(self.ancestors) > 1 else None
 
-    def in_accelerator_branch(self, node: cst.CSTNode | None = None) -> bool:
-        """Is `node` (default: the current node) only reached when an accelerator exists?"""
+    def guarded_backends(self, node: cst.CSTNode | None = None) -> Backends:
+        """The backends surely present wherever `node` (default: the current node) runs:
+        what the branches, early exits and decorators around it imply."""
         end = self._index(node)
         oracle = self.guards
+        found: Backends = NONE
         for index in range(end, 0, -1):
             child, parent = self.ancestors[index], self.ancestors[index - 1]
-            if id(child) in self._guarded:
-                return True
-            if type(parent) is cst.If:
-                if child is parent.body and oracle.when_true(parent.test):
-                    return True
-                if child is parent.orelse and oracle.when_false(parent.test):
-                    return True
-            elif type(parent) is cst.IfExp:
-                if child is parent.body and oracle.when_true(parent.test):
-                    return True
-                if child is parent.orelse and oracle.when_false(parent.test):
-                    return True
-            elif type(parent) is cst.BooleanOperation and child is parent.right:
-                if type(parent.operator) is cst.And and oracle.when_true(parent.left):
-                    return True
-                if type(parent.operator) is cst.Or and oracle.when_false(parent.left):
-                    return True
-            elif type(parent) is cst.While and child is parent.body:
-                if oracle.when_true(parent.test):
-                    return True
-        return False
+            held = self._guarded.get(id(child))
+            if held:
+                found |= held
+            parent_type = type(parent)
+            if parent_type is cst.If or parent_type is cst.IfExp:
+                if child is parent.body:
+                    found |= oracle.when_true(parent.test)
+                elif child is parent.orelse:
+                    found |= oracle.when_false(parent.test)
+            elif parent_type is cst.BooleanOperation and child is parent.right:
+                if type(parent.operator) is cst.And:
+                    found |= oracle.when_true(parent.left)
+                else:
+                    found |= oracle.when_false(parent.left)
+            elif parent_type is cst.While and child is parent.body:
+                found |= oracle.when_true(parent.test)
+        return found
+
+    def guards_backend(self, backend: str, node: cst.CSTNode | None = None) -> bool:
+        """Does `node` only run where `backend` (`"cuda"`, `"mps"`, ...) is present?"""
+        return backend in self.guarded_backends(node)
 
     # -- bookkeeping, called by the engine's walk ------------------------------------
 
@@ -193,8 +195,11 @@ class FileContext:
         elif node_type is cst.FunctionDef or node_type is cst.ClassDef:
             if node_type is cst.FunctionDef:
                 self._functions.append(node)
-            if any(self._decorator_guards(d.decorator) for d in node.decorators):
-                self._guarded.add(id(node))
+            held = NONE
+            for decorator in node.decorators:
+                held |= self._decorator_guards(decorator.decorator)
+            if held:
+                self._guarded[id(node)] = held
         elif node_type is cst.Lambda:
             self._functions.append(node)
         elif self._functions:  # an assignment target
@@ -207,32 +212,28 @@ class FileContext:
             self._functions.pop()
 
     def _scan_block(self, body: tuple[cst.BaseStatement, ...]) -> None:
+        """`assert C` and `if not C: return` guard the rest of the block with C."""
         oracle = self.guards
-        guarded = False
+        held: Backends = NONE
         for stmt in body:
-            if guarded:
-                self._guarded.add(id(stmt))
-                continue
+            if held:
+                self._guarded[id(stmt)] = held | self._guarded.get(id(stmt), NONE)
             if type(stmt) is cst.SimpleStatementLine:
                 for small in stmt.body:
-                    if type(small) is cst.Assign and oracle.mentions_guard(small.value):
-                        for target in small.targets:
-                            oracle.guard_names.update(assigned_guard_names(target.target))
-                    elif type(small) is cst.Assert and oracle.when_true(small.test):
-                        guarded = True
+                    if type(small) is cst.Assert:
+                        held |= oracle.when_true(small.test)
             elif type(stmt) is cst.If and stmt.orelse is None:
-                if oracle.when_false(stmt.test) and stmt.body.body and exits_block(stmt.body.body[-1]):
-                    guarded = True
+                if stmt.body.body and exits_block(stmt.body.body[-1]):
+                    held |= oracle.when_false(stmt.test)
 
-    def _decorator_guards(self, decorator: cst.BaseExpression) -> bool:
+    def _decorator_guards(self, decorator: cst.BaseExpression) -> Backends:
         func = decorator.func if type(decorator) is cst.Call else decorator
         name = dotted_name(func) or ""
         last = name.rsplit(".", 1)[-1]
         if type(decorator) is cst.Call and last in _SKIP_DECORATORS and decorator.args:
             test = decorator.args[0].value
-            when = self.guards.when_true if _SKIP_DECORATORS[last] else self.guards.when_false
-            return when(test)
-        return named_for_cuda(name)
+            return self.guards.when_true(test) if _SKIP_DECORATORS[last] else self.guards.when_false(test)
+        return present("cuda") if named_for_cuda(name) else NONE
 
 
 def _no_names(node: cst.BaseExpression) -> str | None:

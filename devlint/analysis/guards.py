@@ -1,31 +1,51 @@
-"""Availability guards: is this code only reached when an accelerator is present?
+"""Availability guards (SPEC §2 Guards): which accelerators are surely present where
+this code runs?
 
 `if torch.cuda.is_available():`, `"cuda" if use_cuda else "cpu"`, `if x.is_cuda:`,
 `if device.type == "cuda":`, `if not torch.cuda.is_available(): return` before it, a
-`skipif(not torch.cuda.is_available())` decorator, and names assigned from any of these.
+`skipif(not torch.cuda.is_available())` decorator, and flags assigned from any of these
+(`use_cuda = not args.no_cuda and torch.cuda.is_available()`), each with its polarity.
+A guard protects its own backend only: `torch.backends.mps.is_available()` guards no
+`.cuda()`, and `torch.accelerator.is_available()` (True on a Mac) guards no `"cuda"`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import libcst as cst
 
 from devlint.analysis import device_tables as T
-from devlint.analysis.tree import dotted_name, string_value
+from devlint.analysis.tree import dotted_name, int_value, string_value
 
 
-AVAILABILITY_CALLS = frozenset(
-    {
-        "torch.cuda.is_available", "torch.accelerator.is_available",
-        "torch.backends.mps.is_available", "torch.mps.is_available",
-        "torch.xpu.is_available", "torch.npu.is_available", "torch.hpu.is_available",
-        "torch.cuda.device_count", "torch.accelerator.device_count",
-        "torch.cuda.is_initialized",
-    }
-)  # fmt: skip
+# What a check of availability says when it is true: its backend is present. The
+# generic `torch.accelerator` checks say only that *some* accelerator is (SOME).
+SOME = "accelerator"
+_CHECK_BACKENDS = {
+    "torch.cuda.is_available": "cuda", "torch.cuda.device_count": "cuda",
+    "torch.cuda.is_initialized": "cuda", "torch.backends.cudnn.is_available": "cuda",
+    "torch.backends.mps.is_available": "mps", "torch.mps.is_available": "mps",
+    "torch.mps.device_count": "mps",
+    "torch.xpu.is_available": "xpu", "torch.xpu.device_count": "xpu",
+    "torch.npu.is_available": "npu", "torch.npu.device_count": "npu",
+    "torch.hpu.is_available": "hpu", "torch.hpu.device_count": "hpu",
+    "torch.accelerator.is_available": SOME, "torch.accelerator.device_count": SOME,
+}  # fmt: skip
+AVAILABILITY_CALLS = frozenset(_CHECK_BACKENDS)
+_COUNTS = frozenset(name for name in _CHECK_BACKENDS if name.endswith("device_count"))
+_BACKEND_ATTRS = {"is_cuda": "cuda", "is_mps": "mps", "is_xpu": "xpu", "is_npu": "npu", "is_hpu": "hpu"}
 
-_ACCELERATOR_ATTRS = frozenset({"is_cuda", "is_mps", "is_xpu"})
+Backends = frozenset  # of backend names (and SOME): what a condition implies is present
+NONE: Backends = frozenset()
+# A condition that cannot hold (`False` when true) implies anything.
+EVERYTHING: Backends = frozenset({SOME, *T.ACCELERATOR_TYPES})
+
+
+def present(backend: str) -> Backends:
+    """What the presence of `backend` implies: it, and that some accelerator is there."""
+    return frozenset({backend, SOME})
 
 
 def named_for_cuda(name: str) -> bool:
@@ -41,85 +61,185 @@ def accelerator_type(literal: str) -> str | None:
     return kind if kind in T.ACCELERATOR_TYPES else None
 
 
-class GuardOracle:
-    """Decides whether a test expression implies that an accelerator is present.
+@dataclass(frozen=True)
+class Implication:
+    """What a condition implies about the machine: `when_true` holds wherever it is truthy,
+    `when_false` wherever it is falsy. Each is a set of backends known present."""
 
-    `qualify` resolves import aliases; `guard_names` holds names (and attribute names)
-    assigned from availability checks so far.
+    when_true: Backends = NONE
+    when_false: Backends = NONE
+
+    @property
+    def negated(self) -> Implication:
+        return Implication(self.when_false, self.when_true)
+
+    @property
+    def says_anything(self) -> bool:
+        return bool(self.when_true or self.when_false)
+
+
+NOTHING_KNOWN = Implication()
+
+
+class GuardOracle:
+    """Decides what a test expression implies about the accelerators present, per backend
+    and with its polarity: `if not no_cuda:` after `no_cuda = not torch.cuda.is_available()`
+    is the CUDA branch, `if no_cuda:` the branch that runs without CUDA.
+
+    `qualify` resolves import aliases; `flags` maps a name (or an attribute's name) to
+    what its value implies, for names assigned only from checks (see `flags_of`).
     """
 
-    def __init__(self, qualify: Callable[[cst.BaseExpression], str | None]) -> None:
+    def __init__(
+        self,
+        qualify: Callable[[cst.BaseExpression], str | None],
+        assignments: Callable[[], list[tuple[str, cst.BaseExpression | None]]] | None = None,
+    ) -> None:
         self._qualify = qualify
-        self.guard_names: set[str] = set()
+        self._assignments = assignments  # read on the first question (see `learn_flags`)
+        self.flags: dict[str, Implication] = {}
 
-    def mentions_guard(self, expr: cst.BaseExpression) -> bool:
-        """For assignments: does the value carry availability knowledge at all?"""
-        return self.when_true(expr) or self.when_false(expr)
+    def when_true(self, expr: cst.BaseExpression) -> Backends:
+        """The backends present wherever `expr` is truthy."""
+        return self.implication(expr).when_true
 
-    def when_true(self, expr: cst.BaseExpression) -> bool:
-        """True if `expr` being truthy implies an accelerator."""
-        if type(expr) is cst.UnaryOperation and type(expr.operator) is cst.Not:
-            return self.when_false(expr.expression)
-        if type(expr) is cst.BooleanOperation:
+    def when_false(self, expr: cst.BaseExpression) -> Backends:
+        """The backends present wherever `expr` is falsy."""
+        return self.implication(expr).when_false
+
+    def implication(self, expr: cst.BaseExpression) -> Implication:
+        if self._assignments is not None:
+            assignments, self._assignments = self._assignments, None
+            self.learn_flags(assignments())
+        kind = type(expr)
+        if kind is cst.UnaryOperation and type(expr.operator) is cst.Not:
+            return self.implication(expr.expression).negated
+        if kind is cst.BooleanOperation:
+            left, right = self.implication(expr.left), self.implication(expr.right)
             if type(expr.operator) is cst.And:
-                return self.when_true(expr.left) or self.when_true(expr.right)
-            return self.when_true(expr.left) and self.when_true(expr.right)
-        if type(expr) is cst.Comparison:
-            return self._comparison(expr, positive=True)
-        return self._is_check(expr)
+                return Implication(left.when_true | right.when_true, left.when_false & right.when_false)
+            return Implication(left.when_true & right.when_true, left.when_false | right.when_false)
+        if kind is cst.IfExp:  # `True if C else False`, `A if C else B`
+            test, body, orelse = self.implication(expr.test), self.implication(expr.body), self.implication(expr.orelse)
+            return Implication(
+                (test.when_true | body.when_true) & (test.when_false | orelse.when_true),
+                (test.when_true | body.when_false) & (test.when_false | orelse.when_false),
+            )
+        if kind is cst.NamedExpr:
+            return self.implication(expr.value)
+        if kind is cst.Comparison:
+            return self._comparison(expr)
+        if kind is cst.Name:
+            if expr.value == "True":
+                return Implication(NONE, EVERYTHING)
+            if expr.value == "False":
+                return Implication(EVERYTHING, NONE)
+            return self.flags.get(expr.value, NOTHING_KNOWN)
+        if kind is cst.Attribute:
+            backend = _BACKEND_ATTRS.get(expr.attr.value)
+            if backend is not None:
+                return Implication(present(backend))
+            key = dotted_name(expr)
+            return self.flags.get(key, NOTHING_KNOWN) if key is not None else NOTHING_KNOWN
+        if kind is cst.Call:
+            return self._call(expr)
+        return NOTHING_KNOWN
 
-    def when_false(self, expr: cst.BaseExpression) -> bool:
-        """True if `expr` being falsy implies an accelerator."""
-        if type(expr) is cst.UnaryOperation and type(expr.operator) is cst.Not:
-            return self.when_true(expr.expression)
-        if type(expr) is cst.BooleanOperation:
-            if type(expr.operator) is cst.And:
-                return self.when_false(expr.left) and self.when_false(expr.right)
-            return self.when_false(expr.left) or self.when_false(expr.right)
-        if type(expr) is cst.Comparison:
-            return self._comparison(expr, positive=False)
-        return False
+    def _call(self, call: cst.Call) -> Implication:
+        qualified = self._qualify(call.func)
+        backend = _CHECK_BACKENDS.get(qualified or "")
+        if backend is not None:
+            return Implication(present(backend) if backend != SOME else frozenset({SOME}))
+        if dotted_name(call.func) == "bool" and len(call.args) == 1 and not call.args[0].keyword:
+            return self.implication(call.args[0].value)
+        prefixes = _accelerator_prefixes(call)
+        if prefixes:
+            return Implication(_common(prefixes))
+        return NOTHING_KNOWN
 
-    def _is_check(self, expr: cst.BaseExpression) -> bool:
-        if type(expr) is cst.Call:
-            return self._qualify(expr.func) in AVAILABILITY_CALLS or _is_accelerator_prefix_test(expr)
-        if type(expr) is cst.Attribute:
-            if expr.attr.value in _ACCELERATOR_ATTRS or expr.attr.value in self.guard_names:
-                return True
-        if type(expr) is cst.Name:
-            return expr.value in self.guard_names
-        return False
-
-    def _comparison(self, expr: cst.Comparison, *, positive: bool) -> bool:
+    def _comparison(self, expr: cst.Comparison) -> Implication:
         if len(expr.comparisons) != 1:
-            return False
+            return NOTHING_KNOWN
         target = expr.comparisons[0]
-        op = target.operator
-        sides = (expr.left, target.comparator)
-        literals = [string_value(side) for side in sides]
-        accelerator = any(v is not None and accelerator_type(v) for v in literals)
-        cpu = any(v is not None and v.split(":", 1)[0] == "cpu" for v in literals)
-        equal = type(op) in (cst.Equal, cst.Is, cst.In)
-        unequal = type(op) in (cst.NotEqual, cst.IsNot, cst.NotIn)
-        if accelerator:
-            return equal if positive else unequal
-        if cpu:
-            return unequal if positive else equal
-        # `torch.cuda.device_count() > 1` and friends
-        if positive and type(op) in (cst.GreaterThan, cst.GreaterThanEqual, cst.NotEqual):
-            return self._is_check(expr.left)
-        return False
+        op = type(target.operator)
+        equal = op in (cst.Equal, cst.Is, cst.In)
+        unequal = op in (cst.NotEqual, cst.IsNot, cst.NotIn)
+        for side in (expr.left, target.comparator):
+            literal = _device_string(self._qualify, side)
+            if literal is None:
+                continue
+            backend = accelerator_type(literal)
+            if backend is not None:  # `d.type == "cuda"`, `"cuda" in str(d)`, `d == torch.device("cuda")`
+                implied = Implication(present(backend))
+            elif literal.split(":", 1)[0] == "cpu":  # `d.type != "cpu"`: some accelerator
+                implied = Implication(NONE, frozenset({SOME}))
+            else:
+                return NOTHING_KNOWN
+            if equal:
+                return implied
+            return implied.negated if unequal else NOTHING_KNOWN
+        # `torch.cuda.device_count() > 0` (or `>= 1`, `> 1`, `!= 0`; `== 0`, `< 1` negated)
+        left = expr.left
+        if type(left) is cst.Call and self._qualify(left.func) in _COUNTS:
+            count = self._call(left)
+            bound = int_value(target.comparator)
+            if bound is None:
+                return NOTHING_KNOWN
+            if (op is cst.GreaterThan and bound >= 0) or (op in (cst.GreaterThanEqual, cst.NotEqual) and bound >= 1) \
+                    or (op is cst.NotEqual and bound == 0):
+                return count
+            if (op is cst.Equal and bound == 0) or (op is cst.LessThan and bound == 1) or (op is cst.LessThanEqual and bound == 0):
+                return count.negated
+        return NOTHING_KNOWN
+
+    # -- flags -------------------------------------------------------------------------
+
+    def learn_flags(self, assignments: list[tuple[str, cst.BaseExpression | None]]) -> None:
+        """`assignments`: every (name, value) the file assigns, in source order (None for a
+        value that is not an expression the oracle can read: a parameter, a loop target,
+        an unpacking). A name is a flag when every value it is assigned says something
+        about the machine; what it implies is what all of them imply."""
+        spoiled: set[str] = set()
+        for name, value in assignments:
+            if name in spoiled:
+                continue
+            implied = self.implication(value) if value is not None else NOTHING_KNOWN
+            if not implied.says_anything:
+                spoiled.add(name)
+                self.flags.pop(name, None)
+                continue
+            known = self.flags.get(name)
+            if known is not None:
+                implied = Implication(known.when_true & implied.when_true, known.when_false & implied.when_false)
+            self.flags[name] = implied
 
 
-def _is_accelerator_prefix_test(call: cst.Call) -> bool:
-    """`device.startswith("cuda")`, `str(device).startswith(("cuda", "xpu"))`."""
+def _common(sets: list[Backends]) -> Backends:
+    common = sets[0]
+    for other in sets[1:]:
+        common &= other
+    return common
+
+
+def _device_string(qualify: Callable[[cst.BaseExpression], str | None], node: cst.BaseExpression) -> str | None:
+    """`"cuda"`, or `torch.device("cuda")`: the device string a comparison names."""
+    if type(node) is cst.Call and qualify(node.func) == "torch.device" and node.args:
+        node = node.args[0].value
+    return string_value(node)
+
+
+def _accelerator_prefixes(call: cst.Call) -> list[Backends]:
+    """`device.startswith("cuda")`, `str(device).startswith(("cuda", "xpu"))`: the
+    backends each prefix implies; empty when the call is no such test."""
     func = call.func
     if type(func) is not cst.Attribute or func.attr.value != "startswith" or len(call.args) != 1:
-        return False
+        return []
     prefix = call.args[0].value
     options = [e.value for e in prefix.elements] if type(prefix) is cst.Tuple else [prefix]
-    literals = [string_value(o) for o in options]
-    return all(v is not None and accelerator_type(v) for v in literals)
+    kinds = [accelerator_type(v) if v is not None else None for v in (string_value(o) for o in options)]
+    if not kinds or any(k is None for k in kinds):
+        return []
+    return [present(k) for k in kinds]  # type: ignore[arg-type]
 
 
 _FALLBACK_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "AttributeError", "TypeError"})
@@ -145,13 +265,39 @@ def in_compat_fallback(ancestors: list[cst.CSTNode]) -> bool:
     return False
 
 
-def assigned_guard_names(target: cst.BaseExpression) -> list[str]:
-    """`use_cuda = ...` -> ["use_cuda"]; `args.cuda = ...` -> ["cuda"]."""
+def flag_assignments(nodes: list[cst.CSTNode]) -> list[tuple[str, cst.BaseExpression | None]]:
+    """Every (name, value) that `nodes` (a file's nodes in source order) assign, for
+    `GuardOracle.learn_flags`: `use_cuda = ...` gives "use_cuda", `args.cuda = ...` gives
+    "args.cuda" and `self.cuda = ...` gives "self.cuda". A value
+    the oracle cannot read (unpacking, `+=`, a loop target) is None. Names are the file's,
+    not a scope's: a flag and a parameter of the same name are one name."""
+    found: list[tuple[str, cst.BaseExpression | None]] = []
+    for node in nodes:
+        kind = type(node)
+        if kind is cst.Assign:
+            for target in node.targets:
+                _flag_targets(target.target, node.value, found)
+        elif kind is cst.AnnAssign and node.value is not None:
+            _flag_targets(node.target, node.value, found)
+        elif kind is cst.NamedExpr:
+            _flag_targets(node.target, node.value, found)
+        elif kind is cst.AugAssign or kind is cst.For:
+            _flag_targets(node.target, None, found)
+    return found
+
+
+def _flag_targets(target: cst.BaseExpression, value: cst.BaseExpression | None, found: list) -> None:
     if type(target) is cst.Name:
-        return [target.value]
-    if type(target) is cst.Attribute:
-        return [target.attr.value]
-    return []
+        found.append((target.value, value))
+    elif type(target) is cst.Attribute:
+        key = dotted_name(target)
+        if key is not None:
+            found.append((key, value))
+    elif type(target) in (cst.Tuple, cst.List):
+        for element in target.elements:
+            _flag_targets(element.value, None, found)
+    elif type(target) is cst.StarredElement:
+        _flag_targets(target.value, None, found)
 
 
 def exits_block(stmt: cst.BaseStatement) -> bool:

@@ -97,8 +97,8 @@ def _device_literal(ctx: FileContext, node: cst.CSTNode) -> DeviceLiteral | None
     where = _position(ctx, node)
     position = where.position
     if position is None:
-        if type(node) is not cst.Call:
-            return None
+        if type(node) is not cst.Call or type(ctx.parent(node)) in (cst.Comparison, cst.ComparisonTarget):
+            return None  # `d == torch.device("cuda")` tests a device; it chooses none
         position = "torch.device"
     return DeviceLiteral(node, text, kind, index, position, where.nested, where.target, where.cpu_alternative)
 

@@ -31,14 +31,17 @@ class HardcodedDevice(Rule):
 
     The literal is reported where a device is chosen: `device=`, `map_location=` and
     `device_type=` arguments, `.to(...)`, `torch.device(...)`, `torch.Generator(...)`,
-    and assignments to `device` or `*_device`. One branch of a run-time choice
-    (`"cuda" if args.cuda else "cpu"`) is not hardcoded and is not reported.
+    and assignments to `device` or `*_device`. In a run-time choice
+    (`"cuda" if C else "cpu"`) the literal is portable only when `C` checks its
+    backend's availability (or is a flag assigned from such a check): a user's flag
+    such as `args.cuda` from argparse is not one.
 
     ## Why is this bad?
     The program then runs only where that accelerator exists: not on a laptop, not in
     CPU-only CI, not on Apple, Intel or Ascend hardware. A literal inside a branch
-    guarded by an availability check (`torch.cuda.is_available()`, `x.is_cuda`,
-    `device.type == "cuda"`) is portable and is not reported.
+    guarded by its own backend's availability check (`torch.cuda.is_available()`,
+    `x.is_cuda`, `device.type == "cuda"`) is portable and is not reported;
+    `torch.accelerator.is_available()` guards no `"cuda"`, since it is True on a Mac.
 
     ## Example
         device = torch.device("cuda:0")
@@ -73,9 +76,16 @@ class HardcodedDevice(Rule):
         found = device_literal(self.ctx, node)
         if found is None or found.position == "default" or found.has_other_index:
             return
-        if found.cpu_alternative or self.ctx.in_accelerator_branch(node):
-            return  # `"cuda" if use_cuda else "cpu"` is a choice made at run time
-        self.report(node, f"hardcoded device {found.text}: use a device chosen at run time", self._fix(found))
+        if self.ctx.guards_backend(found.kind, node):
+            return  # `"cuda" if torch.cuda.is_available() else "cpu"`: only used where it exists
+        if found.cpu_alternative:
+            message = (
+                f"hardcoded device {found.text} chosen by a test that is no {found.kind} availability check: "
+                f"it fails where {found.kind} is missing; test its availability or choose with torch.accelerator"
+            )
+        else:
+            message = f"hardcoded device {found.text}: use a device chosen at run time"
+        self.report(node, message, self._fix(found))
 
     def _fix(self, found: DeviceLiteral) -> FixPlan | None:
         if found.nested or found.index == VARIABLE:
@@ -153,7 +163,7 @@ class CudaMethod(Rule):
         value = int_value(index) if index is not None else None
         if value not in (None, 0):
             return  # DEV103
-        if self.ctx.in_accelerator_branch():
+        if self.ctx.guards_backend("cuda"):
             return  # as portable as a guarded `.to("cuda")`
         if index is not None:
             if value is None and not (type(index) is cst.Name and index.value == "None"):
@@ -709,7 +719,7 @@ class UnguardedCudaApi(Rule):
         return self.ctx.indentation()
 
     def _guarded(self) -> bool:
-        if self.ctx.in_accelerator_branch():
+        if self.ctx.guards_backend("cuda"):
             return True
         return any(
             type(n) in (cst.FunctionDef, cst.ClassDef) and named_for_cuda(n.name.value) for n in self.ctx.ancestors
