@@ -21,7 +21,7 @@ from devlint.config import Config
 from devlint.diagnostics import Diagnostic, Fix, Safety
 from devlint.fix.apply import apply_edits, plan_to_edits, select_compatible
 from devlint.rules import all_rules
-from devlint.fix.plan import InsertLines, ReplaceUpTo
+from devlint.fix.plan import InsertLines, ReplaceSpan, ReplaceUpTo
 from devlint.rules.base import Report, Rule, visitors
 from devlint.source import LineIndex
 
@@ -243,12 +243,16 @@ def _needed_nodes(reports: list[Report], module: cst.Module) -> list[cst.CSTNode
                 if isinstance(step, InsertLines):
                     # lines go after a statement, or before the first one
                     node = step.after if step.after is not None else (module.body[0] if module.body else None)
+                elif isinstance(step, ReplaceSpan):
+                    node = None
                 else:
                     node = step.node
                 if node is not None:
                     nodes.append(node)
                 if isinstance(step, ReplaceUpTo):
                     nodes.append(step.end)
+                elif isinstance(step, ReplaceSpan):
+                    nodes.extend((step.first, step.last))
     return nodes
 
 

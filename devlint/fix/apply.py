@@ -8,7 +8,16 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from devlint.diagnostics import Diagnostic, Edit
-from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore, InsertLines, Replace, ReplaceUpTo
+from devlint.fix.plan import (
+    FixPlan,
+    InsertAfter,
+    InsertBefore,
+    InsertBeforeEnd,
+    InsertLines,
+    Replace,
+    ReplaceSpan,
+    ReplaceUpTo,
+)
 from devlint.source import LineIndex
 
 
@@ -22,6 +31,11 @@ def plan_to_edits(
             edits.append(_edit(where.start, where.end, step.text))
         elif isinstance(step, ReplaceUpTo):
             edits.append(_edit(positions[step.node].start, positions[step.end].start, step.text))
+        elif isinstance(step, ReplaceSpan):
+            edits.append(_edit(positions[step.first].start, positions[step.last].end, step.text))
+        elif isinstance(step, InsertBeforeEnd):
+            end = positions[step.node].end
+            edits.append(Edit(end.line, end.column - 1, end.line, end.column - 1, step.text))
         elif isinstance(step, InsertBefore):
             where = positions[step.node]
             edits.append(_edit(where.start, where.start, step.text))

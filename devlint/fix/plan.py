@@ -45,6 +45,24 @@ class ReplaceUpTo:
 
 
 @dataclass(frozen=True)
+class ReplaceSpan:
+    """Replace the code from `first`'s first character to `last`'s last character (two
+    nodes of one sequence, such as a call's arguments) by `text`."""
+
+    first: cst.CSTNode
+    last: cst.CSTNode
+    text: str
+
+
+@dataclass(frozen=True)
+class InsertBeforeEnd:
+    """Insert `text` before the last character of `node` (a call's closing parenthesis)."""
+
+    node: cst.CSTNode
+    text: str
+
+
+@dataclass(frozen=True)
 class InsertLines:
     """Insert whole lines (`text` ends with a newline) after statement `after`,
     or at the top of the file when `after` is None."""
@@ -53,7 +71,7 @@ class InsertLines:
     text: str
 
 
-NodeEdit = Replace | ReplaceUpTo | InsertBefore | InsertAfter | InsertLines
+NodeEdit = Replace | ReplaceUpTo | ReplaceSpan | InsertBefore | InsertAfter | InsertBeforeEnd | InsertLines
 
 
 @dataclass(frozen=True)

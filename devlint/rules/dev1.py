@@ -10,7 +10,7 @@ from devlint.analysis import device_tables
 from devlint.analysis.guards import in_compat_fallback, named_for_cuda
 from devlint.analysis.literals import VARIABLE, DeviceLiteral, device_literal, is_device_attribute, torch_device_call
 from devlint.analysis.tree import dotted_name, int_value, string_value
-from devlint.fix.plan import FixPlan, Replace
+from devlint.fix.plan import FixPlan, InsertBeforeEnd, NodeEdit, Replace, ReplaceSpan
 from devlint.rules.base import Rule
 
 _PARALLEL = frozenset(
@@ -165,19 +165,28 @@ class CudaMethod(Rule):
             return  # DEV103
         if self.ctx.guards_backend("cuda"):
             return  # as portable as a guarded `.to("cuda")`
-        if index is not None:
-            if value is None and not (type(index) is cst.Name and index.value == "None"):
-                self.report(node, "`.cuda(index)` only runs with CUDA: move with `.to(device)` and a per-process device")
+        if self._defines_cuda_method():
+            self.report(node, "`.cuda()` only runs with CUDA: use `.to(device)`")
+            return
+        if index is not None and value is None and not (type(index) is cst.Name and index.value == "None"):
+            # `.cuda(rank)`: the same device, named by the code's own variable
+            code, edits = self.source_of(index), ()
+        else:
+            device = self.binding.device()
+            if device is None:
+                self.report(node, "`.cuda()` only runs with CUDA: use `.to(device)`")
                 return
-        device = None if self._defines_cuda_method() else self.binding.device()
-        fix = None
-        if device is not None:
-            args = [cst.Arg(cst.parse_expression(device.code))] + [
-                a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in kept
-            ]
-            new = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=args, lpar=(), rpar=())
-            fix = FixPlan.safe(Replace(node, self.ctx.module.code_for_node(new)), *device.edits)
-        self.report(node, f"`.cuda()` only runs with CUDA: use `.to({device.code if device else 'device'})`", fix)
+            code, edits = device.code, device.edits
+        fix = FixPlan.safe(Replace(func.attr, "to"), self._arguments_edit(node, code, kept), *edits)
+        self.report(node, f"`.cuda()` only runs with CUDA: use `.to({code})`", fix)
+
+    def _arguments_edit(self, node: cst.Call, device: str, kept: list[cst.Arg]) -> NodeEdit:
+        """The arguments of `.to(...)`: the device, then what `.cuda(...)` kept. Only the
+        arguments change; the receiver and the parentheses keep their text."""
+        if not node.args:
+            return InsertBeforeEnd(node, device)
+        rendered = [self.ctx.module.code_for_node(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for a in kept]
+        return ReplaceSpan(node.args[0], node.args[-1], ", ".join([device, *rendered]))
 
     def _arguments(self, node: cst.Call) -> tuple[cst.BaseExpression | None, list[cst.Arg]] | None:
         """(the device index argument, the arguments `.to` keeps); None for a shape we do
