@@ -107,10 +107,18 @@ class GuardOracle:
         """The backends present wherever `expr` is falsy."""
         return self.implication(expr).when_false
 
-    def implication(self, expr: cst.BaseExpression) -> Implication:
+    def flag(self, name: str) -> Implication | None:
+        """What flag `name` (`use_cuda`, `args.cuda`) implies; None if it is no flag."""
+        self._learn()
+        return self.flags.get(name)
+
+    def _learn(self) -> None:
         if self._assignments is not None:
             assignments, self._assignments = self._assignments, None
             self.learn_flags(assignments())
+
+    def implication(self, expr: cst.BaseExpression) -> Implication:
+        self._learn()
         kind = type(expr)
         if kind is cst.UnaryOperation and type(expr.operator) is cst.Not:
             return self.implication(expr.expression).negated

@@ -9,6 +9,7 @@ from libcst.metadata import CodeRange
 
 from devlint.diagnostics import Diagnostic, Edit
 from devlint.fix.plan import (
+    DeleteLines,
     FixPlan,
     InsertAfter,
     InsertBefore,
@@ -44,6 +45,13 @@ def plan_to_edits(
             edits.append(_edit(where.end, where.end, step.text))
         elif isinstance(step, InsertLines):
             edits.append(_line_insertion(step, positions, module, index))
+        elif isinstance(step, DeleteLines):
+            where = positions[step.node]
+            following = where.end.line + 1
+            if index.has_line_start(following):
+                edits.append(Edit(where.start.line, 0, following, 0, ""))
+            else:  # the file's last line, with no line break after it
+                edits.append(Edit(where.start.line, 0, where.end.line, index.line_length(where.end.line), ""))
     return tuple(edits)
 
 

@@ -62,6 +62,7 @@ class BindingService:
         self._module_kind = "device"
         self._layout: tuple[dict[int, int], list[int]] | None = None
         self._first_definition: dict[str, int] = {}
+        self._placement: tuple[tuple[str, cst.CSTNode] | None] | None = None
 
     # -- torch -----------------------------------------------------------------------
 
@@ -302,8 +303,17 @@ class BindingService:
         if any(self._module_name in self.ctx.bindings_of(f) for f in self.ctx.functions()):
             return None
         torch, torch_edits = self.torch()
-        portable, _ = self.portable_expression()
         newline = self._newline()
+        follows = self.placement_flag()
+        if follows is not None:
+            # the file keeps its own CUDA flag: the binding follows it, so that models and
+            # tensors agree on every machine (on a Mac the flag is False: both stay on the CPU)
+            code, after = follows
+            if not self.ctx.functions() and self._current_index() <= self._statement_index()[0][id(after)]:
+                return None  # module-level code that runs before the flag exists
+            text = f"{self._module_name} = {code.replace('torch.', torch + '.', 1)}{newline}"
+            return DeviceExpr(self._module_name, (InsertLines(after, text),))
+        portable, _ = self.portable_expression()
         anchor = self._prelude_anchor()
         if anchor is None and not self.ctx.module.body:
             return None
@@ -316,8 +326,63 @@ class BindingService:
         text = prelude + text
         return DeviceExpr(self._module_name, (InsertLines(anchor, text),))
 
+    def placement_flag(self) -> tuple[str, cst.CSTNode] | None:
+        """Where the file places models and tensors with a CUDA flag of its own that the
+        fixes keep (`if cuda: model.cuda()`, `Tensor = torch.cuda.FloatTensor if cuda else
+        torch.FloatTensor`, with `cuda` a module-level flag assigned from a check): the
+        device that follows it (`torch.device("cuda" if cuda else "cpu")`), and the last
+        top-level statement assigning the flag, after which that device exists."""
+        if self._placement is None:
+            self._placement = (self._find_placement_flag(),)
+        return self._placement[0]
+
+    def _find_placement_flag(self) -> tuple[str, cst.CSTNode] | None:
+        ctx = self.ctx
+        for node in ctx.tree.nodes:
+            kind = type(node)
+            if kind is not cst.If and kind is not cst.IfExp:
+                continue
+            test, negated = node.test, False
+            if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+                test, negated = test.expression, True
+            implied = ctx.guards.flag(test.value) if type(test) is cst.Name else None
+            if implied is None or not self._places_on_cuda(node):
+                continue
+            if "cuda" in (implied.when_false if negated else implied.when_true):
+                choice = f'"cuda" if {test.value} else "cpu"'
+            elif "cuda" in (implied.when_true if negated else implied.when_false):
+                choice = f'"cpu" if {test.value} else "cuda"'
+            else:
+                continue
+            after = self._last_module_assignment(test.value)
+            if after is not None:
+                return f"torch.device({choice})", after
+        return None
+
+    def _places_on_cuda(self, decision: cst.If | cst.IfExp) -> bool:
+        """Does this branch keep a `.cuda()` call or a `torch.cuda.*Tensor` type?"""
+        for node in self.ctx.tree.walk(decision.body):
+            if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "cuda":
+                return True
+            if type(node) is cst.Attribute and (self.ctx.qualify(node) or "").startswith("torch.cuda.") \
+                    and (self.ctx.qualify(node) or "").endswith("Tensor"):
+                return True
+        return False
+
+    def _last_module_assignment(self, name: str) -> cst.CSTNode | None:
+        found = None
+        for stmt in self.ctx.module.body:
+            if type(stmt) is cst.SimpleStatementLine and any(
+                type(small) is cst.Assign and any(type(t.target) is cst.Name and t.target.value == name for t in small.targets)
+                for small in stmt.body
+            ):
+                found = stmt
+        return found
+
     def _find_module_binding(self) -> tuple[str, str]:
-        """(name, "exists" | "create"): reuse a module-level device, or pick a free name."""
+        """(name, "exists" | "create"): reuse a module-level device (the binding's name, or
+        any other name that surely holds an accelerator device, such as `DEVICE`), or pick
+        a free name."""
         taken = self._module_names()
         candidates = [self.name, f"{self.name}_", *(f"{self.name}_{i}" for i in range(2, 100))]
         for candidate in candidates:
@@ -326,8 +391,47 @@ class BindingService:
                 self._module_kind = kind
                 return candidate, "exists"
             if kind is None and candidate not in self.ctx.imports.aliases:
+                other = self._accelerator_binding(taken)
+                if other is not None:
+                    return other, "exists"
                 return candidate, "create"
         raise RuntimeError("no free name for the device binding")
+
+    def _accelerator_binding(self, taken: dict[str, str]) -> str | None:
+        """A module-level name other than the binding's own that holds a torch.device
+        chosen for the accelerator (`DEVICE = torch.device("cuda" if ... else "cpu")`),
+        assigned once: a second notion of the device must not be added beside it."""
+        counts: dict[str, int] = {}
+        values: dict[str, cst.BaseExpression] = {}
+        for node in self.ctx.tree.walk_scope(self.ctx.module):
+            if type(node) is cst.Assign:
+                for target in node.targets:
+                    if type(target.target) is cst.Name:
+                        name = target.target.value
+                        counts[name] = counts.get(name, 0) + 1
+                        values[name] = node.value
+        for name, value in values.items():
+            if taken.get(name) == "device" and counts[name] == 1 and self._names_accelerator(value):
+                self._module_kind = "device"
+                return name
+        return None
+
+    def _names_accelerator(self, value: cst.BaseExpression) -> bool:
+        """`torch.device("cuda" if torch.cuda.is_available() else "cpu")` or the portable
+        expression: a device chosen at run time, the accelerator where there is one. A
+        hardcoded `torch.device("cuda")` is no binding to reuse: DEV101 rewrites it."""
+        if type(value) is cst.IfExp:
+            return self._names_accelerator(value.body) or self._names_accelerator(value.orelse)
+        if type(value) is not cst.Call:
+            return False
+        qualified = self.ctx.qualify(value.func)
+        if qualified == "torch.accelerator.current_accelerator":
+            return True
+        if qualified != "torch.device" or not value.args or type(value.args[0].value) is not cst.IfExp:
+            return False
+        choice = value.args[0].value
+        literals = [string_value(choice.body), string_value(choice.orelse)]
+        return any(v is not None and v in device_tables.PORTABLE_LITERALS for v in literals) and "cpu" in literals
 
     def _defined_before_current(self, name: str) -> bool:
         first = self._first_definition.get(name)

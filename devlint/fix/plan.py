@@ -63,6 +63,13 @@ class InsertBeforeEnd:
 
 
 @dataclass(frozen=True)
+class DeleteLines:
+    """Delete the whole lines of statement `node` (alone on its lines)."""
+
+    node: cst.CSTNode
+
+
+@dataclass(frozen=True)
 class InsertLines:
     """Insert whole lines (`text` ends with a newline) after statement `after`,
     or at the top of the file when `after` is None."""
@@ -71,7 +78,7 @@ class InsertLines:
     text: str
 
 
-NodeEdit = Replace | ReplaceUpTo | ReplaceSpan | InsertBefore | InsertAfter | InsertBeforeEnd | InsertLines
+NodeEdit = Replace | ReplaceUpTo | ReplaceSpan | InsertBefore | InsertAfter | InsertBeforeEnd | InsertLines | DeleteLines
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from devlint.analysis import device_tables
 from devlint.analysis.guards import in_compat_fallback, named_for_cuda
 from devlint.analysis.literals import VARIABLE, DeviceLiteral, device_literal, is_device_attribute, torch_device_call
 from devlint.analysis.tree import dotted_name, int_value, string_value
-from devlint.fix.plan import FixPlan, InsertBeforeEnd, NodeEdit, Replace, ReplaceSpan
+from devlint.fix.plan import DeleteLines, FixPlan, InsertBeforeEnd, NodeEdit, Replace, ReplaceSpan
 from devlint.rules.base import Rule
 
 _PARALLEL = frozenset(
@@ -306,6 +306,8 @@ def legacy_type(qualified: str | None) -> tuple[str, bool] | None:
     """`torch.cuda.FloatTensor` -> ("float32", True); `torch.LongTensor` -> ("int64", False)."""
     if qualified is None:
         return None
+    if qualified == "torch.Tensor":
+        return "float32", False  # the generic constructor builds the default float type
     for prefix, on_cuda in (("torch.cuda.", True), ("torch.", False)):
         if qualified.startswith(prefix):
             dtype = _LEGACY_DTYPES.get(qualified[len(prefix) :])
@@ -360,14 +362,57 @@ class LegacyTensorType(Rule):
         super().__init__(*args)
         # (scope, name) -> (dtype, cuda), or None when the branches disagree on the dtype
         self._aliases: dict[tuple[int, str], tuple[str, bool] | None] = {}
+        # (scope, name) -> the code naming the device a conditional alias chooses (None:
+        # the device binding)
+        self._alias_devices: dict[tuple[int, str], str | None] = {}
 
     def visit_Assign(self, node: cst.Assign) -> None:
         found = self._alias_value(node.value)
         if found is False:
             return
+        device = self._alias_device(node.value) if type(node.value) is cst.IfExp else None
         for target in node.targets:
             if type(target.target) is cst.Name:
-                self._aliases[self._alias_key(target.target.value)] = found
+                key = self._alias_key(target.target.value)
+                self._aliases[key] = found
+                self._alias_devices[key] = device
+        if found is not None and found[1] and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name:
+            self._check_unused_alias(node, node.targets[0].target.value)
+
+    def _alias_device(self, value: cst.IfExp) -> str | None:
+        """The device `torch.cuda.FloatTensor if C else torch.FloatTensor` chooses, as code
+        that makes the same choice where the alias is used: `t.device` for `t.is_cuda`,
+        the binding when it follows the file's own flag `C`, else
+        `torch.device("cuda" if C else "cpu")`."""
+        on_cuda = [bool((legacy_type(self.ctx.qualify(b)) or ("", False))[1]) for b in (value.body, value.orelse)]
+        if on_cuda[0] == on_cuda[1]:
+            return None
+        test = value.test
+        if on_cuda[0] and type(test) is cst.Attribute and test.attr.value == "is_cuda":
+            return f"{self.source_of(test.value)}.device"
+        follows = self.binding.placement_flag()
+        if type(test) is cst.Name and follows is not None and f" if {test.value} else " in follows[0]:
+            return None
+        torch, _ = self.binding.torch()
+        choice = ('"cuda" if {} else "cpu"' if on_cuda[0] else '"cpu" if {} else "cuda"').format(self.source_of(test))
+        return f"{torch}.device({choice})"
+
+    def _check_unused_alias(self, node: cst.Assign, name: str) -> None:
+        """An alias no code uses any more (its last use was rewritten) goes, with its line."""
+        names = attributes = 0
+        for n in self.ctx.tree.nodes:
+            if type(n) is cst.Name and n.value == name:
+                names += 1
+            elif type(n) is cst.Attribute and n.attr.value == name:
+                attributes += 1  # `torch.Tensor`'s `Tensor` is no use of the alias
+        if names - attributes > 1:  # the target itself is one
+            return
+        line = self.ctx.parent(node)
+        block = self.ctx.parent(line)
+        fix = None
+        if type(line) is cst.SimpleStatementLine and len(line.body) == 1 and len(getattr(block, "body", ())) > 1:
+            fix = FixPlan.safe(DeleteLines(line))
+        self.report(node, f"`{name}` is a legacy tensor type alias that nothing uses: remove it", fix)
 
     def _alias_key(self, name: str) -> tuple[int, str]:
         """The scope `name` belongs to where the walk stands: the innermost function
@@ -392,9 +437,10 @@ class LegacyTensorType(Rule):
         qualified = self.ctx.qualify(func)
         found = legacy_type(qualified)
         if found is None and type(func) is cst.Name and self._alias_key(func.value) in self._aliases:
-            alias = self._aliases[self._alias_key(func.value)]
+            key = self._alias_key(func.value)
+            alias = self._aliases[key]
             self.report(node, f"`{func.value}` is a legacy tensor type: use a factory with dtype= and device=",
-                        self._constructor_fix(node, alias) if alias else None)  # fmt: skip
+                        self._constructor_fix(node, alias, self._alias_devices.get(key)) if alias else None)  # fmt: skip
             return
         if found is not None:
             self.report(node, f"legacy constructor `{dotted_name(func)}`: use a factory with dtype= and device=",
@@ -409,6 +455,11 @@ class LegacyTensorType(Rule):
                 torch, edits = self.binding.torch()
                 fix = FixPlan.safe(Replace(node, f"{torch}.set_default_dtype({torch}.{target[0]})"), *edits)
             self.report(node, "`set_default_tensor_type` is deprecated: use set_default_dtype / set_default_device", fix)
+
+    def _alias_device_of(self, arg: cst.BaseExpression) -> str | None:
+        if type(arg) is cst.Name:
+            return self._alias_devices.get(self._alias_key(arg.value))
+        return None
 
     def _type_argument(self, arg: cst.BaseExpression) -> tuple[str, bool] | None:
         literal = string_value(arg)
@@ -427,7 +478,10 @@ class LegacyTensorType(Rule):
         dtype, on_cuda = target
         torch, edits = self.binding.torch()
         fix = None
-        if on_cuda:
+        chosen = self._alias_device_of(node.args[0].value)
+        if chosen is not None:
+            fix = self._to_fix(node, f"{chosen}, {torch}.{dtype}", edits)
+        elif on_cuda:
             device = self.binding.device()
             if device is not None:
                 fix = self._to_fix(node, f"{device.code}, {torch}.{dtype}", (*edits, *device.edits))
@@ -441,7 +495,9 @@ class LegacyTensorType(Rule):
         new = node.with_changes(func=receiver, args=cst.parse_expression(f"f({args})").args, lpar=(), rpar=())
         return FixPlan.safe(Replace(node, self.ctx.module.code_for_node(new)), *edits)
 
-    def _constructor_fix(self, node: cst.Call, found: tuple[str, bool]) -> FixPlan | None:
+    def _constructor_fix(self, node: cst.Call, found: tuple[str, bool], chosen: str | None = None) -> FixPlan | None:
+        """The factory call; `chosen`: the device a conditional alias chooses (None: the
+        binding, for CUDA types)."""
         dtype, on_cuda = found
         if any(arg.keyword is not None for arg in node.args):
             return None
@@ -450,7 +506,9 @@ class LegacyTensorType(Rule):
             return None
         torch, edits = self.binding.torch()
         extra = f"dtype={torch}.{dtype}"
-        if on_cuda:
+        if chosen is not None:
+            extra += f", device={chosen}"
+        elif on_cuda:
             device = self.binding.device()
             if device is None:
                 return None
