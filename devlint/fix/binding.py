@@ -299,6 +299,10 @@ class BindingService:
         if self._module_state == "exists":
             if not self.ctx.functions() and not self._defined_before_current(self._module_name):
                 return None  # module-level code running before the binding exists
+            if self.ctx.functions() and self._last_module_assignment(self._module_name) is None:
+                # bound only inside a block (`if __name__ == "__main__":`): a function may
+                # run where it never is (a DataLoader worker imports the module anew)
+                return None
             return self._named(self._module_name, self._module_kind)
         if any(self._module_name in self.ctx.bindings_of(f) for f in self.ctx.functions()):
             return None

@@ -403,8 +403,10 @@ class LegacyTensorType(Rule):
         for n in self.ctx.tree.nodes:
             if type(n) is cst.Name and n.value == name:
                 names += 1
-            elif type(n) is cst.Attribute and n.attr.value == name:
-                attributes += 1  # `torch.Tensor`'s `Tensor` is no use of the alias
+            elif (type(n) is cst.Attribute and n.attr.value == name) or (
+                type(n) is cst.Arg and n.keyword is not None and n.keyword.value == name
+            ):
+                attributes += 1  # `torch.Tensor`'s `Tensor`, `dtype=`'s `dtype`: no use of the alias
         if names - attributes > 1:  # the target itself is one
             return
         line = self.ctx.parent(node)
