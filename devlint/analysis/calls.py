@@ -507,7 +507,7 @@ class TorchCalls:
 
     def _snapshot(self, node: cst.CSTNode, state: State) -> None:
         if not self.phase1 and id(node) not in self.result.snapshots:
-            self.result.snapshots[id(node)] = {**self.params, **state.env}
+            self.result.snapshots[id(node)] = (self.params, state.mark())
 
 
 def is_true_arg(arg: cst.Arg | None) -> bool:

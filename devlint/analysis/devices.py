@@ -85,7 +85,8 @@ class DeviceAnalysis:
         for result in self._results():
             snapshot = result.snapshots.get(id(node))
             if snapshot is not None:
-                return snapshot
+                params, mark = snapshot
+                return {**params, **mark.names()}
         return None
 
     def class_of(self, method: cst.FunctionDef) -> cst.ClassDef | None:

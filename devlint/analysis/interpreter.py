@@ -51,24 +51,70 @@ class ScopeResult:
 
     values: dict[int, AbstractValue] = field(default_factory=dict)
     conflicts: dict[int, Conflict] = field(default_factory=dict)
-    snapshots: dict[int, dict[str, AbstractValue]] = field(default_factory=dict)
+    snapshots: dict[int, tuple[dict[str, AbstractValue], Mark]] = field(default_factory=dict)  # params, names
     assigned: dict[str, AbstractValue] = field(default_factory=dict)  # every value a key took
 
 
 class State:
-    """Abstract values of local names (and `self.<attr>`), plus the default device."""
+    """Abstract values of local names (and `self.<attr>`), plus the default device.
 
-    __slots__ = ("env", "default")
+    The work per statement must not grow with the number of names in the scope (a
+    module can have tens of thousands): `dotted` indexes the keys of attributes
+    (`x.mask`), and `log` records every change in order, so that `mark()` remembers the
+    names at one point of the program for free and `names_at` rebuilds them only when a
+    fix asks. Change `env` through `set` and `discard` only.
+    """
 
-    def __init__(self, env: dict[str, AbstractValue], default: Device) -> None:
+    __slots__ = ("env", "default", "dotted", "log")
+
+    def __init__(self, env: dict[str, AbstractValue], default: Device, dotted: set[str] | None = None) -> None:
         self.env = env
         self.default = default
+        self.dotted = {k for k in env if "." in k} if dotted is None else dotted
+        self.log: list[tuple[str, AbstractValue | None]] = list(env.items())
 
     def copy(self) -> State:
-        return State(dict(self.env), self.default)
+        return State(dict(self.env), self.default, set(self.dotted))
+
+    def set(self, key: str, value: AbstractValue) -> None:
+        self.env[key] = value
+        self.log.append((key, value))
+        if "." in key:
+            self.dotted.add(key)
+
+    def discard(self, key: str) -> None:
+        self.env.pop(key, None)
+        self.log.append((key, None))
+        self.dotted.discard(key)
+
+    def forget_attributes(self, name: str) -> None:
+        """`x = ...` rebinds `x`: what was known of `x.<attr>` no longer holds."""
+        prefix = name + "."
+        for stale in [k for k in self.dotted if k.startswith(prefix)]:
+            self.discard(stale)
+
+    def mark(self) -> Mark:
+        return Mark(self.log, len(self.log))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, State) and self.env == other.env and self.default == other.default
+
+
+@dataclass(frozen=True)
+class Mark:
+    """The names of one state at one point: the first `length` changes of its log."""
+
+    log: list[tuple[str, AbstractValue | None]]
+    length: int
+
+    def names(self) -> dict[str, AbstractValue]:
+        env: dict[str, AbstractValue] = {}
+        for key, value in self.log[: self.length]:
+            if value is None:
+                env.pop(key, None)
+            else:
+                env[key] = value
+        return env
 
 
 _NAMING_SYMBOL = re.compile(r"^(?:[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*|[\"'][\w:]+[\"'])$")
@@ -254,7 +300,7 @@ class ScopeEvaluator(TorchCalls):
         elif type(node) in (cst.Global, cst.Nonlocal):
             for item in node.names:
                 self.opaque.add(item.name.value)
-                state.env.pop(item.name.value, None)
+                state.discard(item.name.value)
         elif type(node) in (cst.Import, cst.ImportFrom):
             if type(node.names) is not cst.ImportStar:
                 for alias in node.names:
@@ -464,12 +510,10 @@ class ScopeEvaluator(TorchCalls):
             return
         if type(target) is cst.Name:
             value = _resymbolize(value, key)
-            prefix = key + "."
-            for stale in [k for k in state.env if k.startswith(prefix)]:
-                del state.env[stale]
+            state.forget_attributes(key)
         elif value.kind in (Kind.DEVICE, Kind.OTHER):
             value = _resymbolize(value, key)
-        state.env[key] = value
+        state.set(key, value)
         self.result.values[id(target)] = value
         if "." in key and key.split(".", 1)[0] == self.self_name:
             self._assigned(key, value)
@@ -482,10 +526,10 @@ class ScopeEvaluator(TorchCalls):
 
     def forget(self, target: cst.BaseExpression, state: State) -> None:
         for name in bound_names(target):
-            state.env[name] = UNKNOWN
+            state.set(name, UNKNOWN)
         key = _key(target)
         if key is not None and "." in key:
-            state.env[key] = UNKNOWN
+            state.set(key, UNKNOWN)
 
     def unpacked(self, value: AbstractValue) -> AbstractValue:
         """An element of `a, b = value`."""
