@@ -138,7 +138,7 @@ def run_job(job: dict) -> dict:
     started = time.perf_counter()
     with contextlib.ExitStack() as stack:
         if job["device"] == "shadow":
-            stack.enter_context(shadow_accelerator(job.get("shadow_devices", 1), counts))
+            stack.enter_context(shadow_accelerator(device_count=job.get("shadow_devices", 1), counts=counts))
         else:
             stack.enter_context(recording(counts))
             if job["device"] == "cuda":
