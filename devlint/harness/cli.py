@@ -1,7 +1,7 @@
 """`devlint verify SCRIPT [--fixed FIXED] ...` and `devlint verify --reference`.
 
-The main CLI hands everything after `verify` to `main`. Exit codes: 0 PASS, 1 FAIL,
-2 usage error (or torch missing).
+The main CLI hands everything after `verify` to `main`. Exit codes: 0 PASS or FIXED,
+1 FAIL, 2 usage error (or torch missing, or `--device cuda` without a GPU).
 """
 
 from __future__ import annotations
@@ -10,7 +10,10 @@ import argparse
 import importlib.util
 import json
 import sys
+import tokenize
 from pathlib import Path
+
+_DEVICES = ("auto", "cuda", "cpu", "shadow", "shadow:cuda", "shadow:mps", "shadow:xpu")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -21,7 +24,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("script", nargs="?", help="the program to verify")
     parser.add_argument("--reference", action="store_true", help="verify the shipped reference program")
     parser.add_argument("--fixed", help="the fixed program (default: the original with devlint's safe fixes)")
-    parser.add_argument("--device", choices=("auto", "cuda", "shadow", "cpu"), default="auto")
+    parser.add_argument(
+        "--device",
+        choices=_DEVICES,
+        default="auto",
+        help="auto: cuda if present, else shadow (CUDA simulated on the CPU, plus a run on shadow:mps)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rtol", type=float, default=1e-5)
     parser.add_argument("--atol", type=float, default=1e-6)
@@ -29,7 +37,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--shadow-devices", type=int, default=1, metavar="N", help="how many GPUs the shadow accelerator simulates"
     )
-    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="limit for each run")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="time limit for each run; a run past it is killed and reported as crashed (default: 600)",
+    )
     return parser
 
 
@@ -45,16 +59,29 @@ def main(argv: list[str]) -> int:
     if args.shadow_devices < 1:
         print("devlint verify: --shadow-devices must be at least 1", file=sys.stderr)
         return 2
+    if args.timeout is not None and args.timeout <= 0:
+        print("devlint verify: --timeout must be positive", file=sys.stderr)
+        return 2
     if importlib.util.find_spec("torch") is None:
         print("devlint verify needs torch: pip install 'devlint[harness]'", file=sys.stderr)
         return 2
-    from devlint.harness.verify import REFERENCE, render, verify
+    from devlint.harness.verify import DEFAULT_TIMEOUT, REFERENCE, render, verify
 
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            print(
+                "devlint verify: --device cuda needs a CUDA GPU, and torch.cuda.is_available() is False "
+                "here; use --device shadow to simulate one",
+                file=sys.stderr,
+            )
+            return 2
     script = Path(args.script) if args.script else REFERENCE
     try:
-        original = script.read_text(encoding="utf-8")
+        original = read_source(script)
         fixed_text, applied = _fixed(script, original, args.fixed)
-    except (OSError, UnicodeDecodeError) as error:
+    except (OSError, SyntaxError, UnicodeDecodeError) as error:
         print(f"devlint verify: {error}", file=sys.stderr)
         return 2
     report = verify(
@@ -66,19 +93,26 @@ def main(argv: list[str]) -> int:
         rtol=args.rtol,
         atol=args.atol,
         shadow_devices=args.shadow_devices,
-        timeout=args.timeout,
+        timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
         fixes_applied=applied,
     )
     print(render(report))
     if args.json:
         Path(args.json).write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
-    return 0 if report.verdict == "PASS" else 1
+    return 0 if report.verdict in ("PASS", "FIXED") else 1
+
+
+def read_source(path: Path) -> str:
+    """A script's text in its declared encoding: a PEP 263 coding line or a UTF-8 BOM
+    (what Python itself reads), UTF-8 otherwise."""
+    with tokenize.open(path) as handle:
+        return handle.read()
 
 
 def _fixed(script: Path, original: str, fixed_path: str | None) -> tuple[str, list[str]]:
     """The fixed program's text, and the findings fixed when devlint made it."""
     if fixed_path is not None:
-        return Path(fixed_path).read_text(encoding="utf-8"), []
+        return read_source(Path(fixed_path)), []
     from devlint import fix_source
 
     result = fix_source(original, path=str(script))

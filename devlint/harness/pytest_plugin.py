@@ -1,4 +1,5 @@
-"""pytest plugin: the `shadow_cuda` fixture runs a test as if a CUDA GPU were present.
+"""pytest plugin: `shadow_cuda` runs a test as if a CUDA GPU were present, `shadow_mps` as
+if on a Mac (an accelerator that is not CUDA: `torch.cuda.is_available()` is False).
 
     def test_training_step(shadow_cuda):
         model = Net().to("cuda")
@@ -29,4 +30,13 @@ def shadow_cuda(request):
     marker = request.node.get_closest_marker("shadow_cuda")
     device_count = marker.kwargs.get("device_count", 1) if marker else 1
     with shadow_accelerator(device_count=device_count) as counts:
+        yield counts
+
+
+@pytest.fixture
+def shadow_mps():
+    """The test body sees an Apple GPU (`mps:0`) and no CUDA; yields the run's DeviceCounts."""
+    from devlint.harness.shadow import shadow_accelerator
+
+    with shadow_accelerator("mps") as counts:
         yield counts

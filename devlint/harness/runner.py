@@ -1,7 +1,8 @@
 """One run of a program, in a subprocess of its own: `python -m devlint.harness.runner JOB`.
 
 JOB is a JSON file naming the source to run, the path it stands for, the device
-(`shadow`, `cuda` or `cpu`), the seed and where to write the result. The runner seeds
+(`cuda`, `cpu`, `shadow` or `shadow:mps`/`shadow:xpu`), the seed and where to write the
+result. The runner seeds
 every generator, turns TF32 off and deterministic algorithms on, runs the program as
 `__main__` and writes what it observed: the numbers it printed, in order, the tensors
 and floats (and modules' tensors) left in its globals, the device counts, and the error
@@ -28,6 +29,13 @@ _DEVICE_TEXT = re.compile(
 )
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?\b(?:nan|inf)\b")
 _TAIL = 4000
+
+
+def shadow_kind(device: str) -> str | None:
+    """"cuda" for `shadow` and `shadow:cuda`, "mps" for `shadow:mps`...; None for real devices."""
+    if device == "shadow":
+        return "cuda"
+    return device.split(":", 1)[1] if device.startswith("shadow:") else None
 
 
 def printed_numbers(text: str) -> list[float]:
@@ -73,9 +81,12 @@ def _seed(seed: int, torch) -> None:
     torch.use_deterministic_algorithms(True, warn_only=True)
 
 
-def _execute(source: str, path: str, display: str) -> dict:
-    """Run `source` as the `__main__` module of `path`; return its globals."""
-    module = types.ModuleType("__main__")
+def _execute(source: str, path: str, display: str, module: types.ModuleType | None = None) -> dict:
+    """Run `source` as the `__main__` module of `path`; return its globals.
+
+    Pass `module` to keep the globals when the program ends by raising (`sys.exit(0)`).
+    """
+    module = module or types.ModuleType("__main__")
     module.__file__ = path
     module.__builtins__ = __builtins__
     lines = source.splitlines(keepends=True)
@@ -136,17 +147,22 @@ def run_job(job: dict) -> dict:
     tee = _Tee(sys.stdout)
     status, error, location, namespace = "ok", None, None, {}
     started = time.perf_counter()
+    module = types.ModuleType("__main__")
+    kind = shadow_kind(job["device"])
     with contextlib.ExitStack() as stack:
-        if job["device"] == "shadow":
-            stack.enter_context(shadow_accelerator(job.get("shadow_devices", 1), counts))
+        if kind is not None:
+            stack.enter_context(shadow_accelerator(kind, device_count=job.get("shadow_devices", 1), counts=counts))
         else:
             stack.enter_context(recording(counts))
             if job["device"] == "cuda":
                 stack.enter_context(cpu_randomness())
         stack.enter_context(contextlib.redirect_stdout(tee))
         try:
-            namespace = _execute(job["source"], job["path"], job["display"])
+            namespace = _execute(job["source"], job["path"], job["display"], module)
         except SystemExit as exit_:
+            # A clean exit still leaves globals to compare; dropping them would hide
+            # differences (a false PASS).
+            namespace = module.__dict__
             if exit_.code not in (None, 0):
                 status, error = "error", f"SystemExit: {exit_.code}"
         except BaseException as exc:  # the program's own failure is the result

@@ -1,29 +1,40 @@
-"""The shadow accelerator: CUDA's device rules, simulated on the CPU.
+"""The shadow accelerator: CUDA's (or MPS's, or XPU's) device rules, simulated on the CPU.
 
-A `ShadowTensor` is a CPU tensor whose Python class says it lives on `cuda:N`. Its C++
-device stays `cpu` (a wrapper made with device='cuda' aborts the process at its first
-autograd use on a CPU-only build), so every kernel runs on the CPU, with the CPU
-generator, and a shadow run equals a CPU run bit for bit.
+A `ShadowTensor` is a CPU tensor whose Python class says it lives on `cuda:N` (or
+`mps:0`, `xpu:N`). Its C++ device stays `cpu` (a wrapper made with device='cuda' aborts
+the process at its first autograd use on a CPU-only build), so every kernel runs on the
+CPU, with the CPU generator, and a shadow run equals a CPU run bit for bit.
 
 `_ShadowMode`, a function mode, sees every torch call. It has to: factories with
 device='cuda', `.to("cuda")` and `.cuda()` fail with "Torch not compiled with CUDA
 enabled" before any dispatch mode could see them. When all the tensors of a call are on
 one shadow device it runs the call and marks the tensors it returns (the fast path: no
 Python per aten op). When a call mixes devices it runs it again op by op under
-`_DeviceChecker`, which applies CUDA's rules to each aten op and raises PyTorch's own
-message where a GPU would. The `torch.cuda` and `torch.accelerator` queries are replaced
-for the duration of the context (not `torch.cuda._lazy_init`: C++ remembers that it ran).
+`_DeviceChecker`, which applies the backend's rules to each aten op and raises PyTorch's
+own message where the real device would. The `torch.cuda` (`torch.mps`, `torch.xpu`) and
+`torch.accelerator` queries are replaced for the duration of the context (not
+`torch.cuda._lazy_init`: C++ remembers that it ran).
+
+Moving a module changes its parameters in place, as on a GPU: `Module._apply` assigns
+`param.data = moved`, and the mode turns the parameter object itself into a shadow
+tensor. (Swapping tensor objects instead, `torch.__future__`'s other path, fails on
+parameters that hold weakrefs, as RNNs' do, or that an optimizer still references.)
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import os
+import sys
 import threading
 import types
+from dataclasses import dataclass
 from typing import Iterator
 
 import torch
+import torch.utils._device
+from torch._utils import ExceptionWrapper, _get_device_index
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -31,6 +42,7 @@ from devlint.harness.recorder import DeviceCounts, call_syncs
 
 _aten = torch.ops.aten
 _CPU = torch.device("cpu")
+_MAX_DEVICES = 64
 
 _LEGACY_NAMES = {
     torch.float32: "FloatTensor",
@@ -49,7 +61,7 @@ _DTYPES_BY_LEGACY_NAME = {name: dtype for dtype, name in _LEGACY_NAMES.items()}
 # Structured kernels are registered as `wrapper_CUDA_<op>`; the others get a double
 # underscore (`wrapper_CUDA__index_select`). Only the structured ones need listing.
 _STRUCTURED = frozenset({"addmm", "mm", "bmm", "baddbmm", "addmv", "addbmm", "mv"})
-_INDEXING = frozenset({"index", "index_put", "index_put_", "_index_put_impl_"})
+_INDEX_PUT = frozenset({"index_put", "index_put_", "_index_put_impl_"})
 
 INVALID_ORDINAL = (
     "CUDA error: invalid device ordinal\n"
@@ -58,6 +70,44 @@ INVALID_ORDINAL = (
     "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
     "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
 )
+# torch/cuda/__init__.py `_lazy_init` and torch/csrc/utils/device_lazy_init.cpp; XPU's
+# torch/xpu/__init__.py says the same of XPU.
+BAD_FORK = (
+    "Cannot re-initialize {kind} in forked subprocess. To use {kind} with multiprocessing, "
+    "you must use the 'spawn' start method"
+)
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One kind of accelerator the shadow can present."""
+
+    kind: str  # the device type: "cuda", "mps" or "xpu"
+    wrapper: str | None  # the dispatch key in generated device checks; MPS kernels have none
+    forks: bool  # whether a forked child may use it (CUDA and XPU refuse)
+
+    @property
+    def devices(self) -> tuple[torch.device, ...]:
+        return _DEVICES[self.kind]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return _NAMES[self.kind]
+
+    def invalid_ordinal(self, index: int) -> str:
+        if self.kind == "cuda":
+            return INVALID_ORDINAL
+        # c10/core/Device.cpp and the MPS/XPU device guards: no launch-error suffix.
+        return f"Invalid device index {index} for {self.kind}"
+
+
+BACKENDS = {
+    "cuda": Backend("cuda", "CUDA", forks=False),
+    "mps": Backend("mps", None, forks=True),
+    "xpu": Backend("xpu", "XPU", forks=False),
+}
+_DEVICES = {kind: tuple(torch.device(kind, i) for i in range(_MAX_DEVICES)) for kind in BACKENDS}
+_NAMES = {kind: tuple(f"{kind}:{i}" for i in range(_MAX_DEVICES)) for kind in BACKENDS}
 
 
 class _State(threading.local):
@@ -67,21 +117,34 @@ class _State(threading.local):
         self.device_count = 1
         self.current = 0
         self.counts = DeviceCounts()
+        self.default_index: int | None = None  # set by set_default_tensor_type(torch.cuda.X)
 
 
 _state = _State()
-_device_names = [f"cuda:{i}" for i in range(64)]
-_devices = [torch.device("cuda", i) for i in range(64)]
+# The backend of the innermost active context. Module-level, not per thread: every
+# `.device` reads it, and a module global is the cheapest lookup there is.
+_backend = BACKENDS["cuda"]
+_active = 0  # how many shadow contexts are open, for the fork hook
 
 
 def legacy_type_name(tensor: torch.Tensor) -> str:
-    """`torch.cuda.FloatTensor` / `torch.FloatTensor`, as PyTorch's messages spell types."""
+    """`torch.cuda.FloatTensor` / `torch.FloatTensor`: what `Tensor.type()` returns."""
     name = _LEGACY_NAMES.get(tensor.dtype, str(tensor.dtype))
-    return f"torch.cuda.{name}" if tensor.is_cuda else f"torch.{name}"
+    return f"torch.{_backend.kind}.{name}" if type(tensor) is ShadowTensor else f"torch.{name}"
+
+
+def _type_string(tensor: torch.Tensor) -> str:
+    """How `Tensor::toString()` names a tensor's type in messages (aten/src/ATen/core/
+    DeprecatedTypeProperties.h): the legacy name where one is registered (CPU, CUDA),
+    `MPSFloatType` and the like elsewhere."""
+    if type(tensor) is not ShadowTensor or _backend.kind == "cuda":
+        return legacy_type_name(tensor)
+    scalar = _LEGACY_NAMES.get(tensor.dtype, "Float").removesuffix("Tensor")
+    return f"{_backend.kind.upper()}{scalar}Type"
 
 
 class ShadowTensor(torch.Tensor):
-    """A CPU tensor that tells Python it lives on `cuda:N`.
+    """A CPU tensor that tells Python it lives on the shadow accelerator.
 
     Never constructed: `_mark` turns the fresh CPU tensor an operation returned into
     one, so autograd history and storage stay as they are.
@@ -93,11 +156,19 @@ class ShadowTensor(torch.Tensor):
 
     @property
     def device(self) -> torch.device:
-        return _devices[self._index]
+        return _backend.devices[self._index]
 
     @property
     def is_cuda(self) -> bool:
-        return True
+        return _backend.kind == "cuda"
+
+    @property
+    def is_mps(self) -> bool:
+        return _backend.kind == "mps"
+
+    @property
+    def is_xpu(self) -> bool:
+        return _backend.kind == "xpu"
 
     @property
     def is_cpu(self) -> bool:
@@ -145,13 +216,20 @@ class ShadowTensor(torch.Tensor):
         plain.requires_grad_(self.requires_grad)
         if getattr(self, "_is_param", False):
             plain = torch.nn.Parameter(plain, self.requires_grad)
-        _saved_locations[plain.untyped_storage().data_ptr()] = _device_names[self._index]
+        _saved_locations[plain.untyped_storage().data_ptr()] = _backend.names[self._index]
         return plain.__reduce_ex__(protocol)
 
 
 def _mark(tensor: torch.Tensor, index: int) -> torch.Tensor:
     tensor.__class__ = ShadowTensor
     tensor._index = index
+    return tensor
+
+
+def _unmark(tensor: ShadowTensor) -> torch.Tensor:
+    """Back to the host class, in place: a parameter stays the object optimizers hold."""
+    del tensor._index
+    tensor.__class__ = torch.nn.Parameter if getattr(tensor, "_is_param", False) else torch.Tensor
     return tensor
 
 
@@ -181,7 +259,7 @@ def _index_of(tensor) -> int | None:
 
 
 def _device_of(tensor) -> str:
-    return _device_names[tensor._index] if type(tensor) is ShadowTensor else str(tensor.device)
+    return _backend.names[tensor._index] if type(tensor) is ShadowTensor else str(tensor.device)
 
 
 # The device rules, per aten op (only for calls that mix devices) -------------------------
@@ -244,8 +322,14 @@ def _check_tensor_iterator(rule: _Rule, operands) -> None:
 
 
 def _check_common_device(rule: _Rule, operands) -> None:
-    """The check generated into every CUDA kernel wrapper, in argument order."""
-    method = f"wrapper_CUDA_{rule.name}" if rule.name in _STRUCTURED else f"wrapper_CUDA__{rule.name}"
+    """The check generated into every CUDA (XPU) kernel wrapper, in argument order.
+
+    MPS kernels have no generated check; their graph placeholders refuse a CPU tensor
+    (aten/src/ATen/native/mps/OperationUtils.mm, `Placeholder::Placeholder`).
+    """
+    if _backend.wrapper is None:
+        raise RuntimeError("Placeholder storage has not been allocated on MPS device!")
+    prefix = f"wrapper_{_backend.wrapper}_" if rule.name in _STRUCTURED else f"wrapper_{_backend.wrapper}__"
     common = None
     for name, tensor in operands:
         device = _device_of(tensor)
@@ -255,7 +339,19 @@ def _check_common_device(rule: _Rule, operands) -> None:
             raise RuntimeError(
                 f"Expected all tensors to be on the same device, but got {name} is on "
                 f"{device}, different from other tensors on {common} (when checking "
-                f"argument in method {method})"
+                f"argument in method {prefix}{rule.name})"
+            )
+
+
+def _check_indices(tensor, indices) -> None:
+    """`index`'s meta function (aten/src/ATen/native/TensorAdvancedIndexing.cpp,
+    `check_indices_on_cpu_or_selfdevice`): indices on the CPU or on the indexed tensor's
+    device, so a CPU tensor indexed by an accelerator index or mask fails."""
+    device = _device_of(tensor)
+    for index in indices:
+        if type(index) is ShadowTensor and _device_of(index) != device:
+            raise RuntimeError(
+                f"indices should be either on cpu or on the same device as the indexed tensor ({device})"
             )
 
 
@@ -266,14 +362,14 @@ def _check_convolution(args) -> None:
             continue
         if _device_of(tensor_input) != _device_of(parameter) or tensor_input.dtype != parameter.dtype:
             raise RuntimeError(
-                f"Input type ({legacy_type_name(tensor_input)}) and {role} type "
-                f"({legacy_type_name(parameter)}) should be the same or input should be a "
+                f"Input type ({_type_string(tensor_input)}) and {role} type "
+                f"({_type_string(parameter)}) should be the same or input should be a "
                 f"MKLDNN tensor and {role} is a dense tensor"
             )
 
 
 def check_op(func, args, kwargs) -> int | None:
-    """Raise what CUDA raises for this aten op; else return its device (None: the host)."""
+    """Raise what the device raises for this aten op; else return its device (None: the host)."""
     rule = _RULES.get(func)
     if rule is None:
         rule = _RULES[func] = _Rule(func)
@@ -285,8 +381,16 @@ def check_op(func, args, kwargs) -> int | None:
         return _index_of(args[0])
     if func is _aten.convolution.default:
         _check_convolution(args)
-    if rule.name in _INDEXING:
+    if rule.name == "index":
+        _check_indices(args[0], args[1])
+        return _index_of(args[0])
+    if rule.name in _INDEX_PUT:
+        # AdvancedIndex moves the indices to the indexed tensor's device, and a 0-dim
+        # value is moved too (`_index_put_impl_`), so neither takes part in the check.
         operands = [(n, t) for n, t in operands if n != "indices" and not (n == "values" and t.dim() == 0)]
+        indices = [t._index for _, t in operands if type(t) is ShadowTensor]
+        if not indices:
+            return None
     if len(indices) < len(operands) or len(set(indices)) > 1:
         if rule.pointwise:
             _check_tensor_iterator(rule, operands)
@@ -295,8 +399,37 @@ def check_op(func, args, kwargs) -> int | None:
     return indices[0]
 
 
+def _check_mps_linear(args, kwargs) -> None:
+    """MPS runs `linear` as one kernel that checks its arguments in order
+    (aten/src/ATen/native/mps/operations/Linear.mm, `_mps_linear`)."""
+    names = ("input", "weight", "bias")
+    values = list(args[:3]) + [kwargs.get(name) for name in names[len(args) :]]
+    for name, value in zip(names, values):
+        if isinstance(value, torch.Tensor) and type(value) is not ShadowTensor:
+            raise RuntimeError(f"Tensor for argument {name} is on {value.device} but expected on mps")
+
+
+_RNNS = frozenset({torch._VF.lstm, torch._VF.gru, torch._VF.rnn_tanh, torch._VF.rnn_relu})
+
+
+def _check_rnn(args) -> None:
+    """The RNN entry points compare every hidden state and weight with the input's device
+    first (aten/src/ATen/native/RNN.cpp, `check_attributes`), before any kernel runs."""
+    packed = not isinstance(args[3], bool)  # lstm.data(data, batch_sizes, hx, params, ...)
+    hiddens, params = (args[2], args[3]) if packed else (args[1], args[2])
+    device = _device_of(args[0])
+    roles = [("hidden", h) for h in ([hiddens] if isinstance(hiddens, torch.Tensor) else hiddens)]
+    roles += [("parameter", p) for p in params]
+    for role, tensor in roles:
+        if _device_of(tensor) != device:
+            raise RuntimeError(
+                f"Input and {role} tensors are not at the same device, found input tensor at "
+                f"{device} and {role} tensor at {_device_of(tensor)}"
+            )
+
+
 class _DeviceChecker(TorchDispatchMode):
-    """Runs a call that mixes devices op by op, with CUDA's rules for each op."""
+    """Runs a call that mixes devices op by op, with the device's rules for each op."""
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -310,8 +443,13 @@ class _DeviceChecker(TorchDispatchMode):
 # Moves between the host and the shadow devices -------------------------------------------
 
 
+def _check_ordinal(index: int) -> None:
+    if index >= _state.device_count:
+        raise RuntimeError(_backend.invalid_ordinal(index))
+
+
 def _move(tensor, index, dtype, copy_always):
-    """`tensor` on `cuda:index` (the host for None), converted to `dtype` if given.
+    """`tensor` on shadow device `index` (the host for None), converted to `dtype` if given.
 
     Called inside the mode's handler, where plain calls reach the CPU kernels; the
     copies are ordinary autograd-tracked ops, so gradients flow back across the move.
@@ -320,8 +458,8 @@ def _move(tensor, index, dtype, copy_always):
     dtype = dtype or tensor.dtype
     if source == index and dtype == tensor.dtype and not copy_always:
         return tensor
-    if index is not None and index >= _state.device_count:
-        raise RuntimeError(INVALID_ORDINAL)
+    if index is not None:
+        _check_ordinal(index)
     counts = _state.counts
     if source is None and index is not None:
         counts.host_to_device += 1
@@ -334,7 +472,7 @@ def _move(tensor, index, dtype, copy_always):
     return _mark(moved if type(moved) is torch.Tensor else _plain(moved), index)
 
 
-def _cuda_index(device) -> int:
+def _shadow_index(device) -> int:
     if device is None:
         return _state.current
     if isinstance(device, int):
@@ -348,18 +486,20 @@ def _target(device):
     if isinstance(device, int):
         return True, device
     device = torch.device(device)
-    if device.type == "cuda":
+    if device.type == _backend.kind:
         return True, _state.current if device.index is None else device.index
     return device.type == "cpu", None
 
 
 def _to(func, args, kwargs):
     tensor = args[0]
+    # `_parse_to` knows device, dtype, non_blocking and memory_format, not `copy`.
+    copy_always = bool(kwargs.get("copy", False))
+    parsed = {name: value for name, value in kwargs.items() if name != "copy"}
     if len(args) > 1 and isinstance(args[1], torch.Tensor):
         other = args[1]
-        return _move(tensor, _index_of(other), other.dtype, bool(kwargs.get("copy", False)))
-    device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*args[1:], **kwargs)
-    copy_always = bool(kwargs.get("copy", False))
+        return _move(tensor, _index_of(other), other.dtype, copy_always)
+    device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*args[1:], **parsed)
     if device is None:
         return _move(tensor, _index_of(tensor), dtype, copy_always)
     known, index = _target(device)
@@ -368,9 +508,10 @@ def _to(func, args, kwargs):
     return _move(tensor, index, dtype, copy_always)
 
 
-def _cuda(func, args, kwargs):
+def _to_accelerator(func, args, kwargs):
+    """`Tensor.cuda()` (or `.xpu()`) on the backend of that name."""
     device = args[1] if len(args) > 1 else kwargs.get("device")
-    return _move(args[0], _cuda_index(device), None, False)
+    return _move(args[0], _shadow_index(device), None, False)
 
 
 def _cpu(func, args, kwargs):
@@ -386,7 +527,7 @@ def _type(func, args, kwargs):
         return _move(tensor, _index_of(tensor), dtype, False)
     name = dtype if isinstance(dtype, str) else f"{dtype.__module__}.{dtype.__name__}"
     index = None
-    if ".cuda." in name:
+    if f".{_backend.kind}." in name:
         index = _state.current if _index_of(tensor) is None else _index_of(tensor)
     return _move(tensor, index, _DTYPES_BY_LEGACY_NAME[name.rsplit(".", 1)[-1]], False)
 
@@ -409,9 +550,31 @@ def _copy(func, args, kwargs):
     return func(*args, **kwargs)
 
 
+def _set_data(func, args, kwargs):
+    """`tensor.data = value`: the tensor takes the value's device, keeping its identity.
+
+    This is how `Module._apply` moves parameters and their gradients on a GPU, and why
+    an optimizer built before `model.cuda()` still holds the moved parameters.
+    """
+    tensor, value = args
+    func(tensor, value)
+    source, target = _index_of(tensor), _index_of(value)
+    if target is not None:
+        if isinstance(tensor, torch.nn.Parameter):
+            tensor._is_param = True
+        _mark(tensor, target)
+    elif source is not None:
+        _unmark(tensor)
+
+
 def _tolist(func, args, kwargs):
     if type(args[0]) is ShadowTensor:
         _count_transfer_to_host()
+    return func(*args, **kwargs)
+
+
+def _metadata(func, args, kwargs):
+    """A question about tensors' C++ types, which are CPU either way: not an op."""
     return func(*args, **kwargs)
 
 
@@ -421,7 +584,7 @@ def _count_transfer_to_host() -> None:
 
 
 def _shadow_repr(tensor: ShadowTensor) -> str:
-    """What `repr` prints for the same tensor on a real CUDA device."""
+    """What `repr` prints for the same tensor on a real device."""
     plain = _plain(tensor).detach()
     text = repr(plain)
     contents = "[]" if plain.numel() == 0 else torch._tensor_str._tensor_str(plain, len("tensor("))
@@ -435,6 +598,22 @@ def _shadow_repr(tensor: ShadowTensor) -> str:
     return head + suffix + ")"
 
 
+def _variable_new(original):
+    """`torch.autograd.Variable(t)`: a detached alias of `t` on `t`'s device
+    (torch/csrc/autograd/python_legacy_variable.cpp, `THPVariable_pynew`). The C++
+    constructor sees through the subclass and would return a host tensor."""
+
+    def new(cls, *args, **kwargs):
+        data = args[0] if args else kwargs.get("data")
+        if type(data) is not ShadowTensor:
+            return original(cls, *args, **kwargs)
+        rest = args[1:]
+        kwargs = {name: value for name, value in kwargs.items() if name != "data"}
+        return _mark(original(cls, _plain(data), *rest, **kwargs), data._index)
+
+    return staticmethod(new)
+
+
 # The function mode -------------------------------------------------------------------------
 
 
@@ -442,22 +621,24 @@ def _wants_shadow(device) -> bool:
     if isinstance(device, int):
         return True
     if isinstance(device, str):
-        return device.startswith("cuda")
-    return isinstance(device, torch.device) and device.type == "cuda"
+        return device.startswith(_backend.kind)
+    return isinstance(device, torch.device) and device.type == _backend.kind
 
 
 _FROM_HOST_DATA = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
+# The factories a default device applies to (`torch.set_default_device`,
+# `with torch.device(...)`, a CUDA default tensor type).
+_DEVICE_CONSTRUCTORS = frozenset(torch.utils._device._device_constructors())
 
 
 def _factory(func, args, kwargs):
-    index = _cuda_index(kwargs["device"])
-    if index >= _state.device_count:
-        raise RuntimeError(INVALID_ORDINAL)
+    index = _shadow_index(kwargs["device"])
+    _check_ordinal(index)
     kwargs = dict(kwargs, device=_CPU)
     kwargs.pop("pin_memory", None)
     result = func(*args, **kwargs)
     counts = _state.counts
-    counts.ops[_device_names[index]] += 1
+    counts.ops[_backend.names[index]] += 1
     if func in _FROM_HOST_DATA:
         counts.host_to_device += 1
     if type(result) is ShadowTensor:
@@ -465,20 +646,49 @@ def _factory(func, args, kwargs):
     return _mark(result, index)
 
 
+def _default_index() -> int | None:
+    """The shadow device that factories without `device=` use, if the script set one.
+
+    `torch.set_default_device("cuda")` pushes a `DeviceContext` below this mode, which
+    would add `device=cuda` after the shadow has let the call through.
+    """
+    if _state.default_index is not None:
+        return _state.default_index
+    device = torch.utils._device.CURRENT_DEVICE
+    if device is None or device.type != _backend.kind:
+        return None
+    return _state.current if device.index is None else device.index
+
+
 _SPECIAL = {
     torch.Tensor.to: _to,
-    torch.Tensor.cuda: _cuda,
     torch.Tensor.cpu: _cpu,
     torch.Tensor.type: _type,
     torch.Tensor.type_as: _type_as,
     torch.Tensor.copy_: _copy,
     torch.Tensor.tolist: _tolist,
+    torch.Tensor.data.__set__: _set_data,
+    torch._has_compatible_shallow_copy_type: _metadata,
 }
+_ACCELERATOR_METHODS = {"cuda": torch.Tensor.cuda, "xpu": torch.Tensor.xpu}
+
+
+def _specials(backend: Backend) -> dict:
+    """The calls handled by hand: `.cuda()` exists only where the accelerator is CUDA
+    (elsewhere the real method raises "Torch not compiled with CUDA enabled")."""
+    special = dict(_SPECIAL)
+    method = _ACCELERATOR_METHODS.get(backend.kind)
+    if method is not None:
+        special[method] = _to_accelerator
+    return special
+
+
+_special = _specials(_backend)
 
 
 class _ShadowMode(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        special = _SPECIAL.get(func)
+        special = _special.get(func)
         if special is not None:
             return special(func, args, kwargs or {})
         index = -1
@@ -515,46 +725,86 @@ class _ShadowMode(TorchFunctionMode):
         else:
             kwargs = {}
         if index == -1:
+            if func in _DEVICE_CONSTRUCTORS:
+                default = _default_index()
+                if default is not None:
+                    return _factory(func, args, dict(kwargs, device=default))
             return func(*args, **kwargs)
         counts = _state.counts
-        counts.ops[_device_names[index]] += 1
+        counts.ops[_backend.names[index]] += 1
         if call_syncs(func, args):
             counts.syncs += 1
-        if foreign:
-            with _DeviceChecker():
-                result = func(*args, **kwargs)
-            counts.mixed += 1
-        else:
-            result = func(*args, **kwargs)
-        return _mark_results(result, index, args)
+        if not foreign:
+            return _mark_results(func(*args, **kwargs), index, args)
+        counts.mixed += 1
+        if func in _RNNS:
+            _check_rnn(args)
+        elif _backend.kind == "mps" and func is torch._C._nn.linear:
+            _check_mps_linear(args, kwargs)
+        # The checker marks each op's result with the device that op ran on: a call
+        # that mixes devices may well return a host tensor (`cpu[accelerator_scalar]`).
+        with _DeviceChecker():
+            return func(*args, **kwargs)
 
 
-class _LegacyCudaTypeMeta(type):
+def _in_forked_child(self, func, types, args=(), kwargs=None):
+    """The mode in a process forked while the accelerator was in use: any use of it fails."""
+    kwargs = kwargs or {}
+    values = [*args, *kwargs.values()]
+    values += [item for value in values if type(value) in (list, tuple) for item in value]
+    touches = any(type(value) is ShadowTensor for value in values) or _wants_shadow(kwargs.get("device"))
+    if touches or func in _ACCELERATOR_METHODS.values():
+        raise RuntimeError(BAD_FORK.format(kind=_backend.kind.upper()))
+    return _ShadowMode._in_parent(self, func, types, args, kwargs)
+
+
+def _after_fork_in_child() -> None:
+    # Only a fork with the accelerator in use poisons it (CUDA registers its
+    # pthread_atfork handler at initialisation: torch/csrc/cuda/Module.cpp `poison_fork`).
+    if _active and not _backend.forks:
+        _ShadowMode.__torch_function__ = _in_forked_child
+
+
+_ShadowMode._in_parent = _ShadowMode.__torch_function__
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+class _LegacyTypeMeta(type):
     def __instancecheck__(cls, instance) -> bool:
         return type(instance) is ShadowTensor and instance.dtype is cls.dtype
 
 
-def _legacy_cuda_type(name: str, dtype: torch.dtype) -> type:
+def _legacy_type(name: str, dtype: torch.dtype) -> type:
     """`torch.cuda.FloatTensor` and its kin: construct on the host, then move."""
 
     def construct(cls, *args, **kwargs):
         counts = _state.counts
         counts.host_to_device += 1
-        counts.ops[_device_names[_state.current]] += 1
+        counts.ops[_backend.names[_state.current]] += 1
         return _mark(getattr(torch, name)(*args, **kwargs), _state.current)
 
     namespace = {"__new__": construct, "__module__": "torch.cuda", "dtype": dtype, "is_cuda": True}
-    return _LegacyCudaTypeMeta(name, (), namespace)
+    return _LegacyTypeMeta(name, (), namespace)
 
 
-# torch.cuda and torch.accelerator as a machine with `device_count` GPUs answers them ------
+# torch.cuda (torch.mps, torch.xpu) and torch.accelerator as the shadow machine answers --
 
 
 class _Properties(types.SimpleNamespace):
     pass
 
 
+def _checked_index(device) -> int:
+    """`get_device_properties`' check (torch/cuda/__init__.py): "Invalid device id",
+    which is also what DataParallel's constructor raises for a missing `device_ids` entry."""
+    index = _shadow_index(device)
+    if index < 0 or index >= _state.device_count:
+        raise AssertionError("Invalid device id")
+    return index
+
+
 def _device_properties(device=None) -> _Properties:
+    _checked_index(device)
     return _Properties(
         name="devlint shadow accelerator",
         major=9,
@@ -565,11 +815,20 @@ def _device_properties(device=None) -> _Properties:
     )
 
 
+def _device_name(device=None) -> str:
+    return _device_properties(device).name
+
+
+def _device_capability(device=None) -> tuple[int, int]:
+    properties = _device_properties(device)
+    return properties.major, properties.minor
+
+
 class _DeviceContext:
-    """`with torch.cuda.device(i):` under the shadow."""
+    """`with torch.cuda.device(i):` (and `torch.accelerator.device_index(i)`) under the shadow."""
 
     def __init__(self, device):
-        self.index = _cuda_index(device) if device is not None else None
+        self.index = _shadow_index(device) if device is not None else None
 
     def __enter__(self):
         self.previous = _state.current
@@ -583,9 +842,8 @@ class _DeviceContext:
 
 
 def _set_device(device) -> None:
-    index = _cuda_index(device)
-    if index >= _state.device_count:
-        raise RuntimeError(INVALID_ORDINAL)
+    index = _shadow_index(device)
+    _check_ordinal(index)
     _state.current = index
 
 
@@ -594,10 +852,10 @@ def _synchronize(device=None) -> None:
 
 
 class _Stream:
-    """A CUDA stream or event under the shadow: work is already done when it is queued."""
+    """A stream or event under the shadow: work is already done when it is queued."""
 
     def __init__(self, *args, **kwargs):
-        self.device = _devices[_state.current]
+        self.device = _backend.devices[_state.current]
 
     def is_capturing(self) -> bool:
         return False
@@ -643,30 +901,49 @@ def _answer(function):
     return answer
 
 
-def _queries() -> dict:
-    cuda = {
+def _nothing(*args, **kwargs) -> None:
+    return None
+
+
+def _device_module(backend: Backend) -> dict:
+    """`torch.cuda` / `torch.xpu` / `torch.mps`, as a machine with that accelerator answers."""
+    answers = {
         "is_available": lambda: True,
-        "is_initialized": lambda: True,
         "device_count": lambda: _state.device_count,
-        "current_device": lambda: _state.current,
-        "set_device": _set_device,
         "synchronize": _synchronize,
-        "get_device_name": lambda device=None: "devlint shadow accelerator",
-        "get_device_capability": lambda device=None: (9, 0),
-        "get_device_properties": _device_properties,
-        "is_bf16_supported": lambda including_emulation=True: True,
-        "current_stream": lambda device=None: _Stream(),
-        "default_stream": lambda device=None: _Stream(),
-        "stream": lambda stream=None: _Stream(),
-        "is_current_stream_capturing": lambda: False,
+        "manual_seed": _nothing,
+        "seed": _nothing,
+        "empty_cache": _nothing,
     }
+    if backend.kind == "mps":
+        answers["current_allocated_memory"] = answers["driver_allocated_memory"] = lambda: 0
+        return answers
+    answers.update(
+        {
+            "is_initialized": lambda: True,
+            "current_device": lambda: _state.current,
+            "set_device": _set_device,
+            "get_device_name": _device_name,
+            "get_device_capability": _device_capability,
+            "get_device_properties": _device_properties,
+            "is_bf16_supported": lambda including_emulation=True: True,
+            "current_stream": lambda device=None: _Stream(),
+            "default_stream": lambda device=None: _Stream(),
+            "stream": lambda stream=None: _Stream(),
+            "is_current_stream_capturing": lambda: False,
+        }
+    )
     for name in ("memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved"):
-        cuda[name] = lambda device=None: 0
-    for name in ("init", "reset_peak_memory_stats", "empty_cache", "manual_seed", "manual_seed_all", "seed", "seed_all"):
-        cuda[name] = lambda *args, **kwargs: None
+        answers[name] = lambda device=None: 0
+    for name in ("init", "reset_peak_memory_stats", "manual_seed_all", "seed_all"):
+        answers[name] = _nothing
+    return answers
+
+
+def _queries(backend: Backend) -> dict:
     accelerator = {
         "is_available": lambda: True,
-        "current_accelerator": lambda check_available=False: torch.device("cuda"),
+        "current_accelerator": lambda check_available=False: torch.device(backend.kind),
         "device_count": lambda: _state.device_count,
         "current_device_index": lambda: _state.current,
         "current_device_idx": lambda: _state.current,
@@ -675,15 +952,178 @@ def _queries() -> dict:
         "synchronize": _synchronize,
         "current_stream": lambda device=None: _Stream(),
     }
+    module = getattr(torch, backend.kind)
     patches = {
-        torch.cuda: {name: _answer(function) for name, function in cuda.items()},
+        module: {name: _answer(function) for name, function in _device_module(backend).items()},
         torch.accelerator: {name: _answer(function) for name, function in accelerator.items()},
     }
-    patches[torch.cuda]["device"] = _DeviceContext
-    patches[torch.cuda]["Stream"] = patches[torch.cuda]["Event"] = _Stream
-    for dtype, name in _LEGACY_NAMES.items():
-        patches[torch.cuda][name] = _legacy_cuda_type(name, dtype)
+    patches[torch.accelerator]["device_index"] = _DeviceContext
+    if backend.kind == "mps":
+        patches[torch.backends.mps] = {"is_available": _answer(lambda: True), "is_built": _answer(lambda: True)}
+        return patches
+    patches[module]["device"] = _DeviceContext
+    patches[module]["Stream"] = patches[module]["Event"] = _Stream
+    if backend.kind == "cuda":
+        for dtype, name in _LEGACY_NAMES.items():
+            patches[module][name] = _legacy_type(name, dtype)
+        patches.update(_data_parallel())
     return patches
+
+
+# (Distributed)DataParallel: torch.cuda.comm's primitives (torch/csrc/cuda/comm.cpp) ------
+# They also run inside backward passes, where the autograd engine runs without this
+# thread's function modes and hands host-class gradients: so they work on plain aliases
+# and mark what they return themselves.
+
+
+def _on(tensor, index: int) -> torch.Tensor:
+    """`tensor` on shadow device `index` (-1: the host): an alias if it is there, else a copy."""
+    if index == -1:
+        return tensor if type(tensor) is not ShadowTensor else _move(tensor, None, None, False)
+    if type(tensor) is ShadowTensor and tensor._index == index:
+        return tensor
+    return _move(tensor, index, None, False)
+
+
+def _scatter(tensor, devices, chunk_sizes=None, dim=0, streams=None):
+    source = _index_of(tensor)
+    plain = _plain(tensor) if source is not None else tensor
+    chunks = plain.split(list(chunk_sizes), dim) if chunk_sizes else plain.chunk(len(devices), dim)
+    return tuple(
+        _mark(chunk.contiguous(), device) if device == source else _move(chunk, device, None, False)
+        for chunk, device in zip(chunks, devices)
+    )
+
+
+def _gather(tensors, dim=0, destination=None):
+    for position, tensor in enumerate(tensors):
+        if type(tensor) is not ShadowTensor:
+            raise RuntimeError(
+                f"Expected all input tensors to be CUDA tensors, but tensor at index {position} "
+                f"has device '{tensor.device}'"
+            )
+    index = -1 if destination == -1 else _shadow_index(destination)
+    parts = [_plain(_on(tensor, index)) if index != -1 else _on(tensor, index) for tensor in tensors]
+    gathered = torch.cat(parts, dim)
+    return gathered if index == -1 else _mark(gathered, index)
+
+
+def _broadcast_coalesced(tensors, devices, buffer_size=None):
+    for tensor in tensors:
+        if tensor.get_device() != devices[0]:
+            raise RuntimeError(f"All tensors must be on devices[0]: {devices[0]}")
+    # comm.cpp hands the inputs themselves to devices[0]; an autograd Function would then
+    # re-wrap them as host tensors, so devices[0] gets aliases marked as its own.
+    first = [_mark(_plain(tensor).detach(), devices[0]) for tensor in tensors]
+    return [first] + [[_move(tensor, device, None, True) for tensor in tensors] for device in devices[1:]]
+
+
+def _broadcast(tensor, devices):
+    return [replicas[0] for replicas in _broadcast_coalesced([tensor], devices)]
+
+
+def _reduce_add_coalesced(inputs, destination=None, buffer_size=None):
+    """torch/nn/parallel/comm.py `reduce_add`, per tensor: the destination's copy plus the
+    others in device order (flattening into buckets does not change elementwise sums)."""
+    index = _shadow_index(destination)
+    root = next((position for position, tensors in enumerate(inputs) if tensors[0].get_device() == index), 0)
+    others = [tensors for position, tensors in enumerate(inputs) if position != root]
+    results = []
+    for position, tensor in enumerate(inputs[root]):
+        total = _plain(tensor) if type(tensor) is ShadowTensor else tensor
+        for tensors in others:
+            other = tensors[position]
+            total = total + (_plain(other) if type(other) is ShadowTensor else other)
+        results.append(_mark(total, index))
+    return tuple(results)
+
+
+def _marked(tensor, index: int):
+    return _mark(tensor, index) if type(tensor) is torch.Tensor and index != -1 else tensor
+
+
+def _parallel_functions() -> dict:
+    """DataParallel's autograd Functions, with the gradients their backward receives put on
+    the devices the forward's outputs were on (as the real engine would hand them)."""
+    functions = sys.modules["torch.nn.parallel._functions"]
+    # The originals, bound now: the module's names are these subclasses while patched.
+    base_scatter, base_gather, base_broadcast = functions.Scatter, functions.Gather, functions.Broadcast
+
+    class Scatter(base_scatter):
+        @staticmethod
+        def forward(ctx, target_gpus, chunk_sizes, dim, input):
+            ctx.target_gpus = [_get_device_index(device, True) for device in target_gpus]
+            return base_scatter.forward(ctx, target_gpus, chunk_sizes, dim, input)
+
+        @staticmethod
+        def backward(ctx, *grad_output):
+            grads = [_marked(grad, index) for grad, index in zip(grad_output, ctx.target_gpus)]
+            return base_scatter.backward(ctx, *grads)
+
+    class Gather(base_gather):
+        @staticmethod
+        def backward(ctx, grad_output):
+            return base_gather.backward(ctx, _marked(grad_output, ctx.target_device))
+
+    class Broadcast(base_broadcast):
+        @staticmethod
+        def backward(ctx, *grad_outputs):
+            grads = [
+                _marked(grad, ctx.target_gpus[position // ctx.num_inputs]) for position, grad in enumerate(grad_outputs)
+            ]
+            return base_broadcast.backward(ctx, *grads)
+
+    classes = {"Scatter": Scatter, "Gather": Gather, "Broadcast": Broadcast}
+    return {
+        functions: {**classes, "_get_stream": lambda device: None},
+        sys.modules["torch.nn.parallel.scatter_gather"]: {"Scatter": Scatter, "Gather": Gather},
+    }
+
+
+def _parallel_apply(modules, inputs, kwargs_tup=None, devices=None):
+    """torch/nn/parallel/parallel_apply.py, one replica after the other: the shadow's
+    mode and counts live in this thread, and the replicas' numbers do not depend on the
+    order. The first failing replica raises what its thread would have."""
+    kwargs_tup = kwargs_tup or ({},) * len(modules)
+    devices = devices or [None] * len(modules)
+    outputs = []
+    for position, (module, input, kwargs, device) in enumerate(zip(modules, inputs, kwargs_tup, devices)):
+        if device is None:
+            device = sys.modules["torch.nn.parallel.parallel_apply"].get_a_var(input).get_device()
+        index = _get_device_index(device, True)
+        try:
+            with _DeviceContext(index):
+                output = module(*(input if isinstance(input, (list, tuple)) else (input,)), **kwargs)
+        except Exception:
+            ExceptionWrapper(where=f"in replica {position} on device {index}").reraise()
+        outputs.append(output)
+    return outputs
+
+
+def _init_process_group(original):
+    """NCCL is CUDA's collective backend; the shadow's tensors are CPU tensors underneath,
+    which gloo reduces with the same arithmetic for DistributedDataParallel."""
+
+    def init_process_group(backend=None, *args, **kwargs):
+        return original("gloo" if backend == "nccl" else backend, *args, **kwargs)
+
+    return init_process_group
+
+
+def _data_parallel() -> dict:
+    comm = {"_scatter": _scatter, "_gather": _gather, "_broadcast_coalesced": _broadcast_coalesced,
+            "_broadcast": _broadcast}
+    return {
+        **_parallel_functions(),
+        torch._C: comm,
+        sys.modules["torch.nn.parallel.data_parallel"]: {"parallel_apply": _parallel_apply},
+        torch.nn.parallel: {"parallel_apply": _parallel_apply},
+        sys.modules["torch.nn.parallel.comm"]: {"reduce_add_coalesced": _reduce_add_coalesced},
+        torch.distributed: {
+            "init_process_group": _init_process_group(torch.distributed.init_process_group),
+            "is_nccl_available": _answer(lambda: True),
+        },
+    }
 
 
 # torch.save / torch.load keep the device a tensor was saved from --------------------------
@@ -729,7 +1169,7 @@ def _map_location(map_location, storage, location) -> str:
     if isinstance(map_location, dict):
         return map_location.get(location, location)
     if isinstance(map_location, (str, torch.device, int)):
-        return str(torch.device(map_location) if not isinstance(map_location, int) else _devices[map_location])
+        return str(torch.device(map_location) if not isinstance(map_location, int) else _backend.devices[map_location])
     try:
         result = map_location(storage, location)
     except (RuntimeError, AssertionError):
@@ -743,8 +1183,8 @@ def _place(value, targets: dict, memo: dict):
         if id(value) not in memo:
             target = targets.get(value.untyped_storage().data_ptr(), "cpu")
             moved = value
-            if target.startswith("cuda"):
-                moved = _mark(value.detach(), _cuda_index(target))
+            if target.startswith(_backend.kind):
+                moved = _mark(value.detach(), _shadow_index(target))
                 if isinstance(value, torch.nn.Parameter):
                     moved = torch.nn.Parameter(moved, value.requires_grad)
                 elif value.requires_grad:
@@ -765,44 +1205,101 @@ def _place(value, targets: dict, memo: dict):
     return value
 
 
+# Defaults a script may change: the default tensor type and the default device -----------
+
+
+def _set_default_tensor_type(original):
+    """`torch.set_default_tensor_type(torch.cuda.FloatTensor)`: the default dtype becomes
+    float32 and factories build on the current device (torch/csrc/tensor/python_tensor.cpp).
+    The real call refuses the shadow's stand-in types, so the host type is set instead
+    and the device is remembered here."""
+
+    def set_default_tensor_type(t) -> None:
+        name = t if isinstance(t, str) else f"{t.__module__}.{t.__name__}"
+        accelerator = name.startswith(f"torch.{_backend.kind}.")
+        original("torch." + name.rsplit(".", 1)[-1] if accelerator else t)
+        _state.default_index = _state.current if accelerator else None
+
+    return set_default_tensor_type
+
+
+def _default_device_context():
+    return getattr(torch._GLOBAL_DEVICE_CONTEXT, "device_context", None)
+
+
+def _restore_defaults(dtype: torch.dtype, device_context, set_default_device) -> None:
+    """Undo what the script set, so the harness's own work after it runs on the host."""
+    torch.set_default_dtype(dtype)
+    if _default_device_context() is not device_context:
+        set_default_device(None if device_context is None else device_context.device)
+
+
 # The context manager ----------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def shadow_accelerator(device_count: int = 1, counts: DeviceCounts | None = None) -> Iterator[DeviceCounts]:
-    """Run the code inside as if `device_count` CUDA devices were present.
+def _patches(backend: Backend) -> dict:
+    patches = _queries(backend)
+    extra = {
+        torch.serialization: {"location_tag": _location_tag(torch.serialization.location_tag)},
+        torch: {
+            "load": _load(torch.load),
+            "save": _save(torch.save),
+            "set_default_tensor_type": _set_default_tensor_type(torch.set_default_tensor_type),
+        },
+        torch.Tensor: {
+            "pin_memory": lambda self, device=None: self,
+            "is_pinned": lambda self, device=None: False,
+            "record_stream": lambda self, stream: None,
+        },
+        torch.autograd.Variable: {"__new__": _variable_new(torch.autograd.Variable.__new__)},
+    }
+    for namespace, attributes in extra.items():
+        patches.setdefault(namespace, {}).update(attributes)
+    return patches
 
-    Tensors put on `cuda:N` are CPU tensors that report `cuda:N` and obey CUDA's device
-    rules: mixing them with CPU tensors raises the error a GPU machine would raise.
-    Yields the `DeviceCounts` the run is recorded into.
+
+@contextlib.contextmanager
+def shadow_accelerator(
+    kind: str = "cuda", device_count: int = 1, counts: DeviceCounts | None = None
+) -> Iterator[DeviceCounts]:
+    """Run the code inside as if `device_count` accelerators of `kind` were present.
+
+    `kind` is "cuda" (the default), "mps" (a Mac: `torch.cuda.is_available()` is False,
+    `torch.backends.mps.is_available()` True) or "xpu". Tensors put on the accelerator
+    are CPU tensors that report it as their device and obey its device rules: mixing
+    them with CPU tensors raises the error the real machine would raise. Yields the
+    `DeviceCounts` the run is recorded into.
     """
-    if device_count < 1:
-        raise ValueError("device_count must be at least 1")
-    previous = (_state.device_count, _state.current, _state.counts)
-    _state.device_count, _state.current = device_count, 0
+    global _backend, _special, _active
+    if kind not in BACKENDS:
+        raise ValueError(f"kind must be one of {', '.join(BACKENDS)}, not {kind!r}")
+    if not 1 <= device_count <= _MAX_DEVICES:
+        raise ValueError(f"device_count must be between 1 and {_MAX_DEVICES}")
+    previous = (_state.device_count, _state.current, _state.counts, _state.default_index, _backend, _special)
+    backend = BACKENDS[kind]
+    _state.device_count, _state.current, _state.default_index = device_count, 0, None
     _state.counts = counts if counts is not None else DeviceCounts()
+    set_default_device = torch.set_default_device
+    defaults = (torch.get_default_dtype(), _default_device_context(), set_default_device)
     replaced = []
-    patches = _queries()
-    patches[torch.serialization] = {"location_tag": _location_tag(torch.serialization.location_tag)}
-    patches[torch] = {"load": _load(torch.load), "save": _save(torch.save)}
-    patches[torch.Tensor] = {"pin_memory": lambda self, device=None: self, "is_pinned": lambda self, device=None: False}
-    swap = torch.__future__.get_swap_module_params_on_conversion()
+    _backend, _special = backend, _specials(backend)
+    _active += 1
     try:
-        for namespace, attributes in patches.items():
+        for namespace, attributes in _patches(backend).items():
             for name, value in attributes.items():
                 replaced.append((namespace, name, namespace.__dict__.get(name, _MISSING)))
                 setattr(namespace, name, value)
-        torch.__future__.set_swap_module_params_on_conversion(True)
         with _ShadowMode():
             yield _state.counts
     finally:
-        torch.__future__.set_swap_module_params_on_conversion(swap)
+        _active -= 1
+        _restore_defaults(*defaults)
         for namespace, name, value in reversed(replaced):
             if value is _MISSING:
                 delattr(namespace, name)
             else:
                 setattr(namespace, name, value)
-        _state.device_count, _state.current, _state.counts = previous
+        (_state.device_count, _state.current, _state.counts, _state.default_index, _backend, _special) = previous
 
 
 _MISSING = object()

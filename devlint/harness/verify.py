@@ -2,31 +2,45 @@
 
 The run matrix (SPEC §5). With a GPU: the original on CUDA (the baseline), the fixed
 program on CUDA, the fixed program on the CPU with the GPU hidden. Without one: the
-same three with the shadow accelerator standing in for CUDA, plus the original on the
-plain CPU, which is expected to fail; the report says with what.
+same three with the shadow accelerator standing in for CUDA, plus the fixed program on a
+shadow Mac (`shadow:mps`: an accelerator that is not CUDA) and the original on the plain
+CPU, which is expected to fail; the report says with what. The original is always
+judged on CUDA, the machine it was written for.
+
+Runs are isolated: each is a subprocess in a process group of its own, in an empty
+temporary working folder, with stdin closed and a time limit; when verify ends, for
+whatever reason (SIGTERM included), the groups still running are killed and the
+temporary folder is removed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import devlint
+from devlint.harness.runner import shadow_kind
 
 _PACKAGE_ROOT = str(Path(devlint.__file__).resolve().parent.parent)
 REFERENCE = Path(__file__).resolve().parent / "reference_polyfit.py"
+DEFAULT_TIMEOUT = 600.0  # seconds per run: long enough for a small training script
+SHADOW_KINDS = ("cuda", "mps", "xpu")
 
 
 @dataclass(frozen=True)
 class RunSpec:
     program: str  # "original" or "fixed"
-    device: str  # "cuda", "shadow" or "cpu"
+    device: str  # "cuda", "cpu", "shadow" (shadow CUDA), "shadow:mps" or "shadow:xpu"
     expected_to_fail: bool = False
 
     @property
@@ -77,6 +91,7 @@ class Report:
     script: str
     device: str
     runs: list[RunResult]
+    baseline: str  # the run the others are compared with: the original, or the first fixed run
     verdict: str
     reasons: list[str]
     fixes_applied: list[str]
@@ -87,6 +102,7 @@ class Report:
         return {
             "script": self.script,
             "device": self.device,
+            "baseline": self.baseline,
             "verdict": self.verdict,
             "reasons": self.reasons,
             "fixes_applied": self.fixes_applied,
@@ -97,23 +113,61 @@ class Report:
 
 
 def plan(device: str) -> list[RunSpec]:
-    """The runs for a resolved device: `cuda`, `shadow` or `cpu`."""
+    """The runs for a resolved device: `cuda`, `cpu`, `shadow` or `shadow:mps`/`shadow:xpu`."""
     if device == "cpu":
         return [RunSpec("original", "cpu"), RunSpec("fixed", "cpu")]
+    if device == "cuda":
+        return [RunSpec("original", "cuda"), RunSpec("fixed", "cuda"), RunSpec("fixed", "cpu")]
+    fixed_on = ["shadow", "shadow:mps"] if device == "shadow" else [device]
     return [
-        RunSpec("original", device),
-        RunSpec("fixed", device),
+        RunSpec("original", "shadow"),
+        *(RunSpec("fixed", accelerator) for accelerator in fixed_on),
         RunSpec("fixed", "cpu"),
-        *([RunSpec("original", "cpu", expected_to_fail=True)] if device == "shadow" else []),
+        RunSpec("original", "cpu", expected_to_fail=True),
     ]
 
 
 def resolve_device(choice: str) -> str:
+    if choice == "shadow:cuda":
+        return "shadow"
     if choice != "auto":
         return choice
     import torch
 
     return "cuda" if torch.cuda.is_available() else "shadow"
+
+
+class _Children:
+    """The run processes still alive, so that verify can kill their groups when it ends."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._processes: set[subprocess.Popen] = set()
+
+    def add(self, process: subprocess.Popen) -> None:
+        with self._lock:
+            self._processes.add(process)
+
+    def discard(self, process: subprocess.Popen) -> None:
+        with self._lock:
+            self._processes.discard(process)
+
+    def kill_all(self) -> None:
+        with self._lock:
+            processes = list(self._processes)
+        for process in processes:
+            _kill_group(process)
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    # The run is its own session leader, so its group holds whatever it started too
+    # (DataLoader workers, spawned helpers).
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+_children = _Children()
 
 
 def run_program(
@@ -124,10 +178,10 @@ def run_program(
     seed: int,
     shadow_devices: int,
     workdir: str,
-    timeout: float | None,
+    timeout: float | None = DEFAULT_TIMEOUT,
 ) -> RunResult:
-    """One run in its own subprocess."""
-    result_path = os.path.join(workdir, spec.name.replace("@", "-") + ".json")
+    """One run in its own subprocess, process group and empty working folder."""
+    result_path = os.path.join(workdir, spec.name.replace("@", "-").replace(":", "-") + ".json")
     display = path if spec.program == "original" else f"{path} (fixed)"
     job = {
         "source": source,
@@ -140,29 +194,40 @@ def run_program(
     }
     job_path = result_path.replace(".json", ".job.json")
     Path(job_path).write_text(json.dumps(job), encoding="utf-8")
+    # A program that writes relative paths writes here, not in the user's folder, and
+    # concurrent runs do not see each other's files.
+    run_folder = tempfile.mkdtemp(prefix=spec.name.replace("@", "-").replace(":", "-") + "-", dir=workdir)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [_PACKAGE_ROOT, env.get("PYTHONPATH")]))
     env["PYTHONHASHSEED"] = str(seed)
     env["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
     if spec.device != "cuda":
         env["CUDA_VISIBLE_DEVICES"] = ""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "devlint.harness.runner", job_path],
+        env=env,
+        cwd=run_folder,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    _children.add(process)
     try:
-        completed = subprocess.run(
-            [sys.executable, "-m", "devlint.harness.runner", job_path],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-    except subprocess.TimeoutExpired as timeout_error:
-        return RunResult(spec, "crashed", error=f"timed out after {timeout_error.timeout:g} s")
-    if completed.returncode != 0 or not os.path.exists(result_path):
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        return RunResult(spec, "crashed", error=f"timed out after {timeout:g} s (see --timeout)")
+    finally:
+        _children.discard(process)
+    if process.returncode != 0 or not os.path.exists(result_path):
         return RunResult(
             spec,
             "crashed",
-            error=f"the run's process exited with {completed.returncode}",
-            stderr_tail=completed.stderr[-4000:],
-            stdout_tail=completed.stdout[-4000:],
+            error=f"the run's process exited with {process.returncode}",
+            stderr_tail=stderr[-4000:],
+            stdout_tail=stdout[-4000:],
         )
     data = json.loads(Path(result_path).read_text(encoding="utf-8"))
     import torch
@@ -176,9 +241,29 @@ def run_program(
         seconds=data["seconds"],
         counts=data["counts"],
         stdout_tail=data["stdout_tail"],
-        stderr_tail=completed.stderr[-4000:],
+        stderr_tail=stderr[-4000:],
         observables=observables,
     )
+
+
+class _Terminated(SystemExit):
+    """SIGTERM, raised in the main thread so that verify's cleanup runs."""
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum, frame):
+        raise _Terminated(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def compare(baseline: RunResult, other: RunResult, rtol: float, atol: float) -> None:
@@ -239,7 +324,7 @@ def verify(
     rtol: float = 1e-5,
     atol: float = 1e-6,
     shadow_devices: int = 1,
-    timeout: float | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
     fixes_applied: list[str] | None = None,
 ) -> Report:
     resolved = resolve_device(device)
@@ -247,45 +332,67 @@ def verify(
     # Runs are independent processes; on a GPU run them one at a time so that they do
     # not compete for the device.
     workers = 1 if resolved == "cuda" else max(1, min(len(specs), os.cpu_count() or 1))
-    with tempfile.TemporaryDirectory(prefix="devlint-verify-") as workdir:
+    with _sigterm_raises(), tempfile.TemporaryDirectory(prefix="devlint-verify-") as workdir:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [
-                pool.submit(
-                    run_program,
-                    spec,
-                    original if spec.program == "original" else fixed,
-                    path,
-                    seed=seed,
-                    shadow_devices=shadow_devices,
-                    workdir=workdir,
-                    timeout=timeout,
-                )
-                for spec in specs
-            ]
-            runs = [future.result() for future in futures]
-    baseline = runs[0]
-    reasons = []
-    if baseline.status != "ok":
-        reasons.append(f"the original program failed on {baseline.spec.device}: {baseline.error}")
-    for run in runs[1:]:
-        if run.status == "ok" and baseline.status == "ok":
-            compare(baseline, run, rtol, atol)
-        if run.spec.expected_to_fail:
-            continue
-        if run.status != "ok":
-            reasons.append(f"{run.spec.name} failed: {run.error}")
-        elif run.differences:
-            reasons.append(f"{run.spec.name} computed something else than {baseline.spec.name}")
+            futures = []
+            try:
+                for spec in specs:
+                    source = original if spec.program == "original" else fixed
+                    futures.append(
+                        pool.submit(
+                            run_program, spec, source, path, seed=seed, shadow_devices=shadow_devices,
+                            workdir=workdir, timeout=timeout,
+                        )
+                    )
+                runs = [future.result() for future in futures]
+            finally:
+                # On SIGTERM or any error: the queued runs never start, the others die.
+                for future in futures:
+                    future.cancel()
+                _children.kill_all()
+    verdict, reasons, baseline = judge(runs, rtol, atol)
     return Report(
         script=path,
         device=resolved,
         runs=runs,
-        verdict="FAIL" if reasons else "PASS",
+        baseline=baseline,
+        verdict=verdict,
         reasons=reasons,
         fixes_applied=fixes_applied or [],
         rtol=rtol,
         atol=atol,
     )
+
+
+def judge(runs: list[RunResult], rtol: float, atol: float) -> tuple[str, list[str], str]:
+    """PASS, FIXED or FAIL, why, and the name of the run the others were compared with.
+
+    PASS: the original works on its accelerator and every fixed run computes the same.
+    FIXED: the original fails on its accelerator (the bug being fixed), every fixed run
+    succeeds and they agree with the first of them. FAIL: anything else.
+    """
+    original, fixed_runs = runs[0], [run for run in runs[1:] if run.spec.program == "fixed"]
+    failed = [run for run in runs[1:] if run.status != "ok" and not run.spec.expected_to_fail]
+    if original.status == "ok":
+        baseline, comparing = original, runs[1:]
+    else:
+        baseline, comparing = fixed_runs[0], [run for run in runs[1:] if run is not fixed_runs[0]]
+    if baseline.status == "ok":
+        for run in comparing:
+            if run.status == "ok":
+                compare(baseline, run, rtol, atol)
+    reasons = [f"{run.spec.name} failed: {run.error}" for run in failed]
+    reasons += [
+        f"{run.spec.name} computed something else than {baseline.spec.name}"
+        for run in comparing
+        if run.status == "ok" and run.differences and not run.spec.expected_to_fail
+    ]
+    if original.status == "ok":
+        return ("FAIL" if reasons else "PASS"), reasons, baseline.spec.name
+    bug = f"the original program failed on {_device_text(original)}: {original.error}"
+    if reasons:
+        return "FAIL", [bug, *reasons], baseline.spec.name
+    return "FIXED", [bug, "every fixed run succeeds and agrees with " + baseline.spec.name], baseline.spec.name
 
 
 def _status_text(run: RunResult) -> str:
@@ -295,7 +402,8 @@ def _status_text(run: RunResult) -> str:
 
 
 def _device_text(run: RunResult) -> str:
-    return {"shadow": "shadow cuda", "cpu": "cpu", "cuda": "cuda"}[run.spec.device]
+    kind = shadow_kind(run.spec.device)
+    return run.spec.device if kind is None else f"shadow {kind}"
 
 
 def render(report: Report) -> str:
@@ -316,8 +424,8 @@ def render(report: Report) -> str:
                 str(counts.get("host_to_device", "-")),
                 str(counts.get("device_to_host", "-")),
                 str(counts.get("syncs", "-")),
-                "baseline" if run is report.runs[0] else _number(run.max_abs),
-                "" if run is report.runs[0] else _number(run.max_rel),
+                "baseline" if run.spec.name == report.baseline else _number(run.max_abs),
+                "" if run.spec.name == report.baseline else _number(run.max_rel),
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]

@@ -18,9 +18,7 @@ def test_queries_answer_like_a_gpu_machine_and_are_restored():
         assert torch.cuda.is_available() and torch.accelerator.is_available()
         assert torch.accelerator.current_accelerator() == torch.device("cuda")
         assert torch.cuda.device_count() == 1
-        assert torch.__future__.get_swap_module_params_on_conversion()
     assert torch.cuda.is_available() is before is False
-    assert not torch.__future__.get_swap_module_params_on_conversion()
 
 
 def test_tensors_report_cuda_and_print_like_cuda_tensors(shadow_cuda):

@@ -50,8 +50,9 @@ def test_reference_passes_bit_for_bit_and_lands_near_the_optimum(tmp_path, capsy
     assert "original@cpu: AssertionError: Torch not compiled with CUDA enabled" in out
     report = json.loads(report_path.read_text())
     runs = {run["run"]: run for run in report["runs"]}
-    assert set(runs) == {"original@shadow", "fixed@shadow", "fixed@cpu", "original@cpu"}
-    assert runs["fixed@shadow"]["max_abs_diff"] == 0 and runs["fixed@cpu"]["max_abs_diff"] == 0
+    assert set(runs) == {"original@shadow", "fixed@shadow", "fixed@shadow:mps", "fixed@cpu", "original@cpu"}
+    assert all(runs[name]["max_abs_diff"] == 0 for name in ("fixed@shadow", "fixed@shadow:mps", "fixed@cpu"))
+    assert runs["fixed@shadow:mps"]["counts"]["ops"].get("mps:0", 0) > 0
     assert runs["original@cpu"]["status"] == "error"
     assert {code.split()[0] for code in report["fixes_applied"]} >= {"DEV101", "DEV102", "DEV104"}
     result = re.search(r"Result: y = (\S+) \+ (\S+) x \+ (\S+) x\^2 \+ (\S+) x\^3", runs["fixed@cpu"]["stdout_tail"])
