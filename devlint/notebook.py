@@ -94,6 +94,7 @@ _STRING_END = {
     '"""': re.compile(r'(?:[^\\]|\\.)*?"""', re.DOTALL),
 }
 _BREAK = re.compile(r"\r\n|\r|\n")
+_LINE_REFERENCE = re.compile(r"\bline (\d+)\b")
 _TRAILING_BREAKS = re.compile(r"(?:\r\n|\r|\n)*\Z")
 _FINAL_BREAK = re.compile(r"(?:\r\n|\r|\n)\Z")
 
@@ -357,16 +358,28 @@ class Program:
         start = self.position(diagnostic.line, diagnostic.col)
         end = self.position(diagnostic.end_line or diagnostic.line, diagnostic.end_col)
         fix = None
+        edit_cells: tuple[int, ...] = ()
         if diagnostic.fix is not None:
-            fix = Fix(diagnostic.fix.safety, tuple(self._cell_edit(e) for e in diagnostic.fix.edits))
+            placed_edits = [self._cell_edit(e) for e in diagnostic.fix.edits]
+            fix = Fix(diagnostic.fix.safety, tuple(edit for _, edit in placed_edits))
+            edit_cells = tuple(cell for cell, _ in placed_edits)
         end_line = end.line if end.cell == start.cell else start.line
         end_col = end.col if end.cell == start.cell else start.col
-        placed = Diagnostic(
-            diagnostic.path, start.line, start.col, diagnostic.code, diagnostic.message, end_line, end_col, fix
-        )
-        return NotebookDiagnostic(start.cell, placed)
+        message = self._in_cell_terms(diagnostic.message, start.cell)
+        placed = Diagnostic(diagnostic.path, start.line, start.col, diagnostic.code, message, end_line, end_col, fix)
+        return NotebookDiagnostic(start.cell, placed, edit_cells)
 
-    def _cell_edit(self, edit: Edit) -> Edit:
+    def _in_cell_terms(self, message: str, cell: int) -> str:
+        """Messages name other lines of the program ("… line 12: torch.ones …"); say
+        which cell and which line of it."""
+
+        def replace(match: re.Match) -> str:
+            where = self.position(int(match.group(1)), 0)
+            return f"line {where.line}" if where.cell == cell else f"cell {where.cell}, line {where.line}"
+
+        return _LINE_REFERENCE.sub(replace, message) if "line " in message else message
+
+    def _cell_edit(self, edit: Edit) -> tuple[int, Edit]:
         start = self.position(edit.start_line, edit.start_col)
         end = self.position(edit.end_line, edit.end_col)
         content = edit.content
@@ -374,32 +387,43 @@ class Program:
         if ending is not None and ending.synthetic_newline:
             # the cell has no final line break of its own: the text goes after its last line
             content = self._newline + content.removesuffix(self._newline)
-        return Edit(start.line, start.col, end.line, end.col, content)
+        if end.cell != start.cell:  # an edit across a boundary; fixes make none
+            end = self._end_of(self._cell_numbered(start.cell))
+        return start.cell, Edit(start.line, start.col, end.line, end.col, content)
 
-    def cell_sources(self, fixed: str) -> dict[int, str]:
-        """The source of each program cell (by notebook index) in the fixed program
-        `fixed`, IPython lines restored; raises ProgramMismatch if the fixed text lost a
-        cell boundary or changed a masked line."""
+    def _cell_numbered(self, number: int) -> ProgramCell:
+        return next(cell for cell in self.cells if cell.index + 1 == number)
+
+    def refit(self, fixed: str) -> tuple[Program, dict[int, str]]:
+        """The program `fixed` (this one, fixed) with its cells' new places, and each
+        cell's new source (by notebook index) with its IPython lines restored.
+
+        Raises ProgramMismatch if the fix lost a cell boundary or touched a masked line.
+        """
         groups: list[list[str]] = [[]]
         expected_boundary = 1
         for line in split_source_lines(fixed):
-            body = line.rstrip("\r\n")
-            if body == f"#{self._salt}cell{expected_boundary}":
+            if line.rstrip("\r\n") == f"#{self._salt}cell{expected_boundary}":
                 groups.append([])
                 expected_boundary += 1
             else:
                 groups[-1].append(line)
         if len(groups) != len(self.cells):
             raise ProgramMismatch("a fix removed the boundary between two cells")
+        cells = []
         sources = {}
+        line_number = 1
         for cell, lines in zip(self.cells, groups):
             text = self._restore(cell, lines)
             if self._salt in text:
                 raise ProgramMismatch(f"a fix moved devlint's markers in cell {cell.index + 1}")
+            last_length = len(lines[-1].rstrip("\r\n")) if lines else 0
             if cell.synthetic_newline:
                 text = _FINAL_BREAK.sub("", text, count=1)
             sources[cell.index] = text
-        return sources
+            cells.append(ProgramCell(cell.index, text, line_number, len(lines), cell.synthetic_newline, last_length, cell.masks))
+            line_number += len(lines) + 1
+        return Program(fixed, tuple(cells), self._salt, self._newline), sources
 
     def _restore(self, cell: ProgramCell, lines: list[str]) -> str:
         masks = {number: (masked, original) for number, masked, original in cell.masks}
@@ -583,6 +607,7 @@ class NotebookDiagnostic:
 
     cell: int | None
     diagnostic: Diagnostic
+    edit_cells: tuple[int, ...] = ()  # the cell of each of the fix's edits
 
     @property
     def sort_key(self) -> tuple:
@@ -596,8 +621,13 @@ class NotebookDiagnostic:
         return f"{d.path}:{cell}{d.line}:{d.col + 1}"
 
     def to_json(self) -> dict:
-        """The CLI's JSON object for a finding, with ruff's `cell` key."""
-        return {**self.diagnostic.to_json(), "cell": self.cell}
+        """The CLI's JSON object for a finding, with ruff's `cell` key (on each edit too:
+        a fix in cell 5 may insert the device binding in cell 1)."""
+        found = {**self.diagnostic.to_json(), "cell": self.cell}
+        if found["fix"] is not None:
+            for edit, cell in zip(found["fix"]["edits"], self.edit_cells):
+                edit["cell"] = cell
+        return found
 
 
 @dataclass
@@ -698,10 +728,7 @@ def fix_notebook(
         result.remaining = _placed(program, fixed.remaining)
         return result
     try:
-        fixed_sources = program.cell_sources(fixed.output)
-        fixed_program = Program.build(list(fixed_sources.items()))
-        if fixed_program.text != fixed.output:
-            raise ProgramMismatch("the fixed cells do not give back the fixed program")
+        fixed_program, fixed_sources = program.refit(fixed.output)
         sources = {
             index: _keep_cell_ending(notebook.cells[index].source, text)
             for index, text in fixed_sources.items()

@@ -47,6 +47,7 @@ class JsonStyle:
 
     ensure_ascii: bool
     newline: str
+    inline_separator: str  # between the elements of a list written on one line
 
     @classmethod
     def of(cls, text: str) -> JsonStyle:
@@ -54,7 +55,9 @@ class JsonStyle:
             ensure_ascii = False
         else:  # pure ASCII: escaped non-ASCII text means ensure_ascii; no evidence, Jupyter's default
             ensure_ascii = _ESCAPED_NON_ASCII.search(text) is not None
-        return cls(ensure_ascii, "\r\n" if "\r\n" in text else "\n")
+        # json.dumps writes ", " and ": " unless told otherwise; compact writers use "," and ":"
+        inline_separator = ", " if '": ' in text else ","
+        return cls(ensure_ascii, "\r\n" if "\r\n" in text else "\n", inline_separator)
 
 
 class _Scanner:
@@ -204,7 +207,7 @@ def render_source(text: str, span: SourceSpan, value: str, style: JsonStyle) -> 
     all); new ones are written with the file's `ensure_ascii` choice.
     """
     old_tokens = {}
-    for start, end in span.items or ((span.start, span.end),):
+    for start, end in span.items if span.items is not None else ((span.start, span.end),):
         raw = text[start:end]
         old_tokens.setdefault(json.loads(raw), raw)
 
@@ -232,14 +235,14 @@ def _list_layout(text: str, span: SourceSpan, style: JsonStyle) -> tuple[str | N
         first_start = items[0][0]
         gap = text[span.start + 1 : first_start]
         if "\n" not in gap and "\r" not in gap:
-            separator = text[items[0][1] : items[1][0]] if len(items) > 1 else ", "
+            separator = text[items[0][1] : items[1][0]] if len(items) > 1 else style.inline_separator
             return None, "", separator
         item_indent = _indent_after_break(gap)
         close_indent = _indent_after_break(text[items[-1][1] : span.end - 1])
         return item_indent, close_indent, "," + style.newline + item_indent
     # an empty list: indent as the document does, one level deeper than the key's line
     if inside.strip() != "[]" or not _is_indented(text):
-        return None, "", ", "
+        return None, "", style.inline_separator
     line_start = max(text.rfind("\n", 0, span.start), text.rfind("\r", 0, span.start)) + 1
     key_indent = _WHITESPACE.match(text, line_start).group()
     unit = _indent_unit(text)
