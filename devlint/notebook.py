@@ -94,6 +94,7 @@ _STRING_END = {
     '"""': re.compile(r'(?:[^\\]|\\.)*?"""', re.DOTALL),
 }
 _BREAK = re.compile(r"\r\n|\r|\n")
+_CELL_MAGIC = re.compile(r"(?:[ \t]*(?:\r\n|\r|\n))*%%([^\s]*)")  # after blank lines, as IPython allows
 _LINE_REFERENCE = re.compile(r"\bline (\d+)\b")
 _TRAILING_BREAKS = re.compile(r"(?:\r\n|\r|\n)*\Z")
 _FINAL_BREAK = re.compile(r"(?:\r\n|\r|\n)\Z")
@@ -217,14 +218,15 @@ def _magic_kind(body: str) -> tuple[str, str] | None:
     return None
 
 
-def _masked_lines(source: str) -> list[tuple[str, str, tuple[str, str] | None]]:
-    """Each line of a cell as (body, line break, mask or None)."""
+def _masked_lines(source: str) -> list[tuple[str, str, tuple[str, str] | None]] | None:
+    """Each line of a cell as (body, line break, mask or None); None when no line of the
+    cell can be IPython syntax (most cells)."""
+    if not _CANDIDATE.search(source) and "\r" not in source.replace("\r\n", ""):
+        return None
     lines = []
     for line in split_source_lines(source):
         body = line.rstrip("\r\n")
         lines.append((body, line[len(body) :], None))
-    if not _CANDIDATE.search(source) and "\r" not in source.replace("\r\n", ""):
-        return lines
     scanner = _LineScanner()
     magic_indent: tuple[str, str] | None = None  # a magic continued by a backslash
     for number, (body, newline, _) in enumerate(lines):
@@ -255,14 +257,10 @@ def _mask_text(mask: tuple[str, str], placeholder: str) -> str:
 
 def cell_kind(source: str) -> str:
     """"python", or "magic" for a cell magic whose body is not notebook Python."""
-    for line in split_source_lines(source):
-        if not line.strip():
-            continue
-        if line.startswith("%%"):
-            words = line[2:].split()
-            return "python" if words and words[0] in PYTHON_CELL_MAGICS else "magic"
+    match = _CELL_MAGIC.match(source)
+    if match is None:
         return "python"
-    return "python"
+    return "python" if match.group(1) in PYTHON_CELL_MAGICS else "magic"
 
 
 # ---------------------------------------------------------------------------- program
@@ -308,17 +306,20 @@ class Program:
                 parts.append(f"#{salt}cell{position}{newline}")
                 line += 1
             masks = []
-            pieces = []
-            for body, line_break, mask in _masked_lines(source):
-                if mask is not None:
-                    masked = f"{_mask_text(mask, '...')}  #{salt}m{mask_number}"
-                    masks.append((mask_number, masked, body))
-                    mask_number += 1
-                    body = masked
-                pieces.append(body + line_break)
-            text = "".join(pieces)
+            text = source
+            lines = _masked_lines(source)
+            if lines is not None:
+                pieces = []
+                for body, line_break, mask in lines:
+                    if mask is not None:
+                        masked = f"{_mask_text(mask, '...')}  #{salt}m{mask_number}"
+                        masks.append((mask_number, masked, body))
+                        mask_number += 1
+                        body = masked
+                    pieces.append(body + line_break)
+                text = "".join(pieces)
             synthetic = bool(text) and not text.endswith(("\n", "\r"))
-            last_length = len(split_source_lines(text)[-1].rstrip("\r\n")) if text else 0
+            last_length = len(text) - max(text.rfind("\n"), text.rfind("\r")) - 1 if synthetic else 0
             if synthetic:
                 text += newline
             count = len(_BREAK.findall(text))
@@ -768,7 +769,10 @@ def notebook_to_script(data: bytes, path: str = "<notebook>") -> str:
         if not cell.python:
             continue
         pieces = [f"# %% cell {cell.number}\n"]
-        for body, line_break, mask in _masked_lines(cell.source):
+        lines = _masked_lines(cell.source)
+        if lines is None:
+            pieces.append(cell.source)
+        for body, line_break, mask in lines or ():
             pieces.append((_mask_text(mask, "None") if mask is not None else body) + line_break)
         text = "".join(pieces)
         parts.append(text if text.endswith(("\n", "\r")) else text + "\n")
