@@ -228,20 +228,20 @@ def _masked_lines(source: str) -> list[tuple[str, str, tuple[str, str] | None]] 
         body = line.rstrip("\r\n")
         lines.append((body, line[len(body) :], None))
     scanner = _LineScanner()
-    magic_indent: tuple[str, str] | None = None  # a magic continued by a backslash
+    continued_magic: tuple[str, str] | None = None  # a magic line that ends in a backslash
     for number, (body, newline, _) in enumerate(lines):
-        if magic_indent is not None:
-            mask: tuple[str, str] | None = ("pass", _indent_of(magic_indent))
+        if continued_magic is not None:
+            mask: tuple[str, str] | None = ("pass", _indent_of(continued_magic))
         elif scanner.at_statement_start:
             mask = _magic_kind(body)
         else:
             mask = None
         if mask is None:
             scanner.advance(body)
-            magic_indent = None
+            continued_magic = None
             continue
         lines[number] = (body, newline, mask)
-        magic_indent = mask if body.endswith("\\") else None
+        continued_magic = mask if body.endswith("\\") else None
     return lines
 
 
