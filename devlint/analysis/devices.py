@@ -89,6 +89,10 @@ class DeviceAnalysis:
                 return {**params, **mark.names()}
         return None
 
+    def local_class(self, name: str) -> cst.ClassDef | None:
+        """The class the file defines under `name` (the first one), or None."""
+        return self.model.classes.get(name)
+
     def class_of(self, method: cst.FunctionDef) -> cst.ClassDef | None:
         """The class whose body defines `method` (directly, or under `if`/`try`), or None."""
         return self.model.class_of.get(id(method))

@@ -356,3 +356,187 @@ def _class_level(cls: cst.ClassDef, attr: str) -> bool:
                 if type(small) is cst.AnnAssign and small.value is not None and dotted_name(small.target) == attr:
                     return True
     return False
+
+
+class UnregisteredSubmodules(Rule):
+    """
+    ## What it does
+    Checks for modules (or parameters) that an `nn.Module`'s `__init__` keeps in a plain
+    `list`, `tuple` or `dict` attribute: `self.heads = [nn.Linear(h, 1) for _ in range(n)]`,
+    or `self.layers = []` then `self.layers.append(nn.Conv2d(...))`.
+
+    ## Why is this bad?
+    PyTorch registers a submodule only when it is assigned to the module directly or held
+    in a container module. Modules in a plain list are invisible to `.to(device)`,
+    `.cuda()`, `.parameters()` and `state_dict()`: the model moves to the GPU while its
+    heads stay on the CPU, and the first batch fails inside them (`Expected all tensors
+    to be on the same device`); the optimizer never sees their weights either. A list
+    that is also handed to `nn.Sequential(*layers)` or `nn.ModuleList(layers)`, or whose
+    items are registered with `add_module`, is fine and is not reported.
+
+    ## Example
+        class Heads(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.heads = [nn.Linear(8, 1) for _ in range(n)]
+
+    ## Use instead
+        class Heads(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.heads = nn.ModuleList([nn.Linear(8, 1) for _ in range(n)])
+
+    ## Fix safety
+    Unsafe: the submodules' parameters join `parameters()` and `state_dict()`, so an
+    optimizer now trains them (that is the point) and checkpoints gain their keys. A
+    list becomes `nn.ModuleList(...)`, a dict `nn.ModuleDict(...)`, a list of
+    `nn.Parameter`s `nn.ParameterList(...)`.
+    """
+
+    code = "DEV205"
+    name = "unregistered-submodules"
+    fixable = True
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) != 1:
+            return
+        target = node.targets[0].target
+        functions = self.ctx.functions()
+        if type(target) is not cst.Attribute or type(target.value) is not cst.Name or not functions:
+            return
+        method = functions[0]
+        if type(method) is not cst.FunctionDef or method.name.value != "__init__":
+            return
+        params = method.params.params
+        if not params or params[0].name.value != target.value.value:
+            return
+        analysis = DeviceAnalysis.of(self.ctx)
+        cls = analysis.class_of(method)
+        if cls is None or not analysis.is_module_class(cls, strict=True):
+            return
+        self_name, attr = target.value.value, target.attr.value
+        value = node.value
+        held = self._held(value)
+        if held is None and _is_empty_container(value):
+            held = self._appended(method, self_name, attr)
+        if held is None or not _plain_uses_only(self.ctx.tree, cls, self_name, attr, node):
+            return
+        container = {"module": "ModuleList", "parameter": "ParameterList"}[held]
+        if type(value) in (cst.Dict, cst.DictComp):
+            if held != "module":
+                return
+            container = "ModuleDict"
+        nn = self._nn()
+        kind = "parameters" if held == "parameter" else "modules"
+        message = (
+            f"`{self_name}.{attr}` keeps {kind} in a plain {_container_word(value)}: `.to(device)`, "
+            f"`.parameters()` and `state_dict()` never see them; use `{nn}.{container}`"
+        )
+        fix = None
+        if not value.lpar:
+            fix = FixPlan.unsafe(InsertBefore(value, f"{nn}.{container}("), InsertAfter(value, ")"))
+        self.report(node, message, fix)
+
+    def _held(self, value: cst.BaseExpression) -> str | None:
+        """"module" or "parameter" when every item `value` holds is one; None otherwise."""
+        if type(value) in (cst.List, cst.Tuple):
+            items = [e.value for e in value.elements if type(e) is not cst.StarredElement]
+            if not items or len(items) != len(value.elements):
+                return None
+        elif type(value) in (cst.ListComp, cst.GeneratorExp):
+            items = [value.elt]
+        elif type(value) is cst.Dict:
+            items = [e.value for e in value.elements if type(e) is cst.DictElement]
+            if not items or len(items) != len(value.elements):
+                return None
+        elif type(value) is cst.DictComp:
+            items = [value.value]
+        else:
+            return None
+        kinds = {self._item_kind(item) for item in items}
+        return kinds.pop() if len(kinds) == 1 and None not in kinds else None
+
+    def _item_kind(self, item: cst.BaseExpression) -> str | None:
+        if type(item) is not cst.Call:
+            return None
+        qualified = self.ctx.qualify(item.func) or ""
+        if qualified in device_tables.PARAMETER_CLASSES:
+            return "parameter"
+        last = qualified.rsplit(".", 1)[-1]
+        if qualified.startswith("torch.nn.") and last[:1].isupper() and not qualified.startswith("torch.nn.functional."):
+            return "module"
+        name = dotted_name(item.func)
+        analysis = DeviceAnalysis.of(self.ctx)
+        local = analysis.local_class(name) if name else None
+        if local is not None and analysis.is_module_class(local, strict=True):
+            return "module"
+        return None
+
+    def _appended(self, method: cst.FunctionDef, self_name: str, attr: str) -> str | None:
+        """What `self.<attr>.append(...)` calls in `__init__` add, when all add one kind."""
+        kinds = set()
+        for node in self.ctx.tree.walk(method.body):
+            if type(node) is not cst.Call or type(node.func) is not cst.Attribute:
+                continue
+            receiver = node.func.value
+            if dotted_name(receiver) != f"{self_name}.{attr}" or node.func.attr.value not in ("append", "insert"):
+                continue
+            if not node.args:
+                return None
+            kinds.add(self._item_kind(node.args[-1].value))
+        return kinds.pop() if len(kinds) == 1 and None not in kinds else None
+
+    def _nn(self) -> str:
+        """The file's name for `torch.nn`."""
+        for local, qualified in self.ctx.imports.aliases.items():
+            if qualified == "torch.nn" and not self.ctx.is_local(local):
+                return local
+        torch, _ = self.binding.torch()
+        return f"{torch}.nn"
+
+
+def _is_empty_container(value: cst.BaseExpression) -> bool:
+    if type(value) in (cst.List, cst.Dict) and not value.elements:
+        return True
+    return type(value) is cst.Call and dotted_name(value.func) in ("list", "dict") and not value.args
+
+
+def _container_word(value: cst.BaseExpression) -> str:
+    if type(value) in (cst.Dict, cst.DictComp) or (type(value) is cst.Call and dotted_name(value.func) == "dict"):
+        return "dict"
+    return "tuple" if type(value) is cst.Tuple else "list"
+
+
+# Uses of a container that leave what it holds unregistered.
+_PLAIN_METHODS = frozenset({"append", "insert", "extend", "items", "values", "keys", "__getitem__", "index"})
+_PLAIN_CALLS = frozenset({"len", "enumerate", "zip", "reversed", "range", "iter", "next", "list", "sorted"})
+
+
+def _plain_uses_only(tree: Tree, cls: cst.ClassDef, self_name: str, attr: str, assignment: cst.CSTNode) -> bool:
+    """Is `self.<attr>` only iterated, indexed, measured or appended to in the class? A
+    container handed anywhere else (`nn.Sequential(*self.layers)`, `nn.ModuleList(...)`,
+    a helper), registered item by item (`add_module`, `setattr`), or assigned elsewhere
+    is left alone."""
+    key = f"{self_name}.{attr}"
+    for node in tree.walk(cls):
+        if node is assignment:
+            continue
+        if type(node) is cst.Call:
+            name = dotted_name(node.func) or ""
+            last = name.rsplit(".", 1)[-1]
+            if last in ("add_module", "register_module", "setattr", "register_parameter"):
+                return False
+            for arg in node.args:
+                if dotted_name(arg.value) == key and (arg.star or last not in _PLAIN_CALLS):
+                    return False
+        elif type(node) in (cst.Assign, cst.AugAssign, cst.AnnAssign):
+            targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
+            if any(dotted_name(t) == key for t in targets):
+                return False
+            if dotted_name(getattr(node, "value", None) or cst.Name("_")) == key:
+                return False  # aliased: `layers = self.layers`
+        elif type(node) is cst.Attribute and dotted_name(node.value) == key and node.attr.value not in _PLAIN_METHODS:
+            return False
+        elif type(node) is cst.Return and node.value is not None and dotted_name(node.value) == key:
+            return False
+    return True
