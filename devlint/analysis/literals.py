@@ -52,6 +52,19 @@ def parse_index(text: str) -> int | None:
         return VARIABLE
 
 
+def device_string(node: cst.CSTNode) -> str | None:
+    """The device a string names: `"cuda:1"`, or `f"cuda:{rank}"` as `"cuda:{}"` (a
+    variable index); None for anything else."""
+    if type(node) is cst.FormattedString:
+        parts = node.parts
+        if len(parts) >= 2 and type(parts[0]) is cst.FormattedStringText and parts[0].value.endswith(":"):
+            head = parts[0].value
+            if accelerator_type(head) is not None and head.count(":") == 1:
+                return head + "{}"
+        return None
+    return string_value(node)
+
+
 def torch_device_call(ctx: FileContext, node: cst.CSTNode) -> tuple[str, str, int | None] | None:
     """For `torch.device("cuda", 1)`: ("cuda", '"cuda", 1', 1); None if not an accelerator."""
     if type(node) is not cst.Call or ctx.qualify(node.func) != "torch.device" or not node.args:
@@ -59,7 +72,7 @@ def torch_device_call(ctx: FileContext, node: cst.CSTNode) -> tuple[str, str, in
     first = node.args[0]
     if first.keyword is not None and first.keyword.value != "type":
         return None
-    literal = string_value(first.value)
+    literal = device_string(first.value)
     if literal is None:
         return None
     kind = accelerator_type(literal)
@@ -80,14 +93,16 @@ def device_literal(ctx: FileContext, node: cst.CSTNode) -> DeviceLiteral | None:
 
 
 def _device_literal(ctx: FileContext, node: cst.CSTNode) -> DeviceLiteral | None:
-    if type(node) is cst.SimpleString:
-        literal = string_value(node)
+    if type(node) is cst.SimpleString or type(node) is cst.FormattedString:
+        literal = device_string(node)
         if literal is None or accelerator_type(literal) is None:
             return None
         parent = ctx.parent(node)
         if type(parent) is cst.Arg and torch_device_call(ctx, ctx.parent(parent)) is not None:
             return None
-        kind, text, index = accelerator_type(literal), node.value, parse_index(literal)
+        text = node.value if type(node) is cst.SimpleString else node.start + "".join(
+            p.value if type(p) is cst.FormattedStringText else "{...}" for p in node.parts) + node.end
+        kind, index = accelerator_type(literal), parse_index(literal)
     else:
         described = torch_device_call(ctx, node)
         if described is None:

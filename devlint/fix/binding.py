@@ -330,6 +330,13 @@ class BindingService:
         text = prelude + text
         return DeviceExpr(self._module_name, (InsertLines(anchor, text),))
 
+    def has_module_binding(self) -> bool:
+        """Does the file already bind a device at module level (the binding's name, or
+        another name that surely holds one)?"""
+        if self._module_state is None:
+            self._module_name, self._module_state = self._find_module_binding()
+        return self._module_state == "exists"
+
     def placement_flag(self) -> tuple[str, cst.CSTNode] | None:
         """Where the file places models and tensors with a CUDA flag of its own that the
         fixes keep (`if cuda: model.cuda()`, `Tensor = torch.cuda.FloatTensor if cuda else
@@ -402,20 +409,17 @@ class BindingService:
         raise RuntimeError("no free name for the device binding")
 
     def _accelerator_binding(self, taken: dict[str, str]) -> str | None:
-        """A module-level name other than the binding's own that holds a torch.device
-        chosen for the accelerator (`DEVICE = torch.device("cuda" if ... else "cpu")`),
-        assigned once: a second notion of the device must not be added beside it."""
-        counts: dict[str, int] = {}
-        values: dict[str, cst.BaseExpression] = {}
+        """A module-level name other than the binding's own whose every assignment is a
+        torch.device chosen for the accelerator at run time (`DEVICE = torch.device("cuda"
+        if ... else "cpu")`): a second notion of the device must not be added beside it."""
+        values: dict[str, list[cst.BaseExpression]] = {}
         for node in self.ctx.tree.walk_scope(self.ctx.module):
             if type(node) is cst.Assign:
                 for target in node.targets:
                     if type(target.target) is cst.Name:
-                        name = target.target.value
-                        counts[name] = counts.get(name, 0) + 1
-                        values[name] = node.value
-        for name, value in values.items():
-            if taken.get(name) == "device" and counts[name] == 1 and self._names_accelerator(value):
+                        values.setdefault(target.target.value, []).append(node.value)
+        for name, assigned in values.items():
+            if taken.get(name) == "device" and all(self._names_accelerator(v) for v in assigned):
                 self._module_kind = "device"
                 return name
         return None

@@ -69,6 +69,9 @@ class HardcodedDevice(Rule):
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         self._check(node)
 
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        self._check(node)  # `f"cuda:{rank}"`
+
     def visit_Call(self, node: cst.Call) -> None:
         self._check(node)
 
@@ -166,7 +169,7 @@ class CudaMethod(Rule):
         if self.ctx.guards_backend("cuda"):
             return  # as portable as a guarded `.to("cuda")`
         if self._defines_cuda_method():
-            self.report(node, "`.cuda()` only runs with CUDA: use `.to(device)`")
+            self.report(self._where(node), "`.cuda()` only runs with CUDA: use `.to(device)`")
             return
         if index is not None and value is None and not (type(index) is cst.Name and index.value == "None"):
             # `.cuda(rank)`: the same device, named by the code's own variable
@@ -174,11 +177,17 @@ class CudaMethod(Rule):
         else:
             device = self.binding.device()
             if device is None:
-                self.report(node, "`.cuda()` only runs with CUDA: use `.to(device)`")
+                self.report(self._where(node), "`.cuda()` only runs with CUDA: use `.to(device)`")
                 return
             code, edits = device.code, device.edits
         fix = FixPlan.safe(Replace(func.attr, "to"), self._arguments_edit(node, code, kept), *edits)
-        self.report(node, f"`.cuda()` only runs with CUDA: use `.to({code})`", fix)
+        self.report(self._where(node), f"`.cuda()` only runs with CUDA: use `.to({code})`", fix)
+
+    def _where(self, node: cst.Call) -> cst.CSTNode:
+        """Where the finding is reported: the call, or the `.cuda` attribute when the
+        receiver spans lines (the fix and `# noqa` belong on the `.cuda` line)."""
+        receiver = node.func.value  # type: ignore[attr-defined]
+        return node.func.attr if "\n" in self.ctx.module.code_for_node(receiver) else node  # type: ignore[attr-defined]
 
     def _arguments_edit(self, node: cst.Call, device: str, kept: list[cst.Arg]) -> NodeEdit:
         """The arguments of `.to(...)`: the device, then what `.cuda(...)` kept. Only the
@@ -365,6 +374,28 @@ class LegacyTensorType(Rule):
         # (scope, name) -> the code naming the device a conditional alias chooses (None:
         # the device binding)
         self._alias_devices: dict[tuple[int, str], str | None] = {}
+        self._module_aliases()
+
+    def _module_aliases(self) -> None:
+        """Module-level aliases assigned once are known before the walk reaches them: a
+        function defined above `Tensor = torch.cuda.FloatTensor` runs after it."""
+        assigned: dict[str, list[cst.Assign]] = {}
+        for stmt in self.ctx.module.body:
+            if type(stmt) is cst.SimpleStatementLine:
+                for small in stmt.body:
+                    if type(small) is cst.Assign:
+                        for target in small.targets:
+                            if type(target.target) is cst.Name:
+                                assigned.setdefault(target.target.value, []).append(small)
+        for name, assignments in assigned.items():
+            if len(assignments) != 1:
+                continue
+            value = assignments[0].value
+            found = self._alias_value(value)
+            if found is not False:
+                key = (id(self.ctx.module), name)
+                self._aliases[key] = found
+                self._alias_devices[key] = self._alias_device(value) if type(value) is cst.IfExp else None
 
     def visit_Assign(self, node: cst.Assign) -> None:
         found = self._alias_value(node.value)
@@ -393,6 +424,9 @@ class LegacyTensorType(Rule):
         follows = self.binding.placement_flag()
         if type(test) is cst.Name and follows is not None and f" if {test.value} else " in follows[0]:
             return None
+        if on_cuda[0] and type(test) is cst.Call and self.binding.has_module_binding() \
+                and "cuda" in self.ctx.guards.when_true(test):
+            return None  # `... if torch.cuda.is_available() else ...`: the file's own device says the same
         torch, _ = self.binding.torch()
         choice = ('"cuda" if {} else "cpu"' if on_cuda[0] else '"cpu" if {} else "cuda"').format(self.source_of(test))
         return f"{torch}.device({choice})"
