@@ -156,7 +156,10 @@ def _check(args: argparse.Namespace) -> int:
         name = args.stdin_filename or "-"
         data = sys.stdin.buffer.read()
         config = settings.for_path(name if args.stdin_filename else os.path.join(os.getcwd(), "stdin.py"))
-        outcomes.append(_process(name, data, config, mode, args.unsafe_fixes, write=False))
+        try:
+            outcomes.append(_process(name, data, config, mode, args.unsafe_fixes, write=False))
+        except Exception as err:
+            outcomes.append(FileOutcome(name, errors=[_internal_error(name, err)]))
     else:
         try:
             files = list(expand(paths, settings.for_path))
@@ -217,6 +220,17 @@ def _project_root() -> str:
 
 
 def _process_path(item: tuple[str, Config, str, bool, str | None]) -> FileOutcome:
+    try:
+        return _process_path_unguarded(item)
+    except Exception as err:  # one file's crash must not lose the others' results
+        return FileOutcome(item[0], errors=[_internal_error(item[0], err)])
+
+
+def _internal_error(path: str, err: BaseException) -> str:
+    return f"{path}: internal error: {type(err).__name__}: {err}"
+
+
+def _process_path_unguarded(item: tuple[str, Config, str, bool, str | None]) -> FileOutcome:
     path, config, mode, unsafe, cache_dir = item
     try:
         with open(path, "rb") as handle:
@@ -305,7 +319,7 @@ def _report(args: argparse.Namespace, mode: str, outcomes: list[FileOutcome], pr
             # in machine formats stdout carries the format alone
             _print_statistics(sys.stderr if stdin_fix or machine else out, diagnostics)
         if not args.quiet and not machine and not stdin_fix:
-            _print_summary(out, mode, diagnostics, fixed, outcomes)
+            _print_summary(out, mode, diagnostics, fixed, outcomes, errors=len(problems))
         out.flush()
     except BrokenPipeError:
         # `devlint ... | head`: the reader left; that is not an error of ours
@@ -366,21 +380,23 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def _print_summary(out, mode: str, diagnostics: list[Diagnostic], fixed: int, outcomes) -> None:
+def _print_summary(out, mode: str, diagnostics: list[Diagnostic], fixed: int, outcomes, *, errors: int = 0) -> None:
     fixable = sum(1 for d in diagnostics if d.fix is not None and d.fix.is_safe)
     remaining = len(diagnostics)
+    # with an error (printed on stderr) the check is incomplete: never "All checks passed!"
+    passed = "All checks passed!" if not errors else f"No problems found, but {_plural(errors, 'error')} left the check incomplete."
     if mode == "fix":
         if fixed or remaining:
             out.write(f"Found {_plural(fixed + remaining, 'problem')} ({fixed} fixed, {remaining} remaining).\n")
         else:
-            out.write("All checks passed!\n")
+            out.write(passed + "\n")
         return
     if mode == "diff":
         changed = sum(1 for o in outcomes if o.diff)
         out.write(f"Would fix {_plural(sum(o.fixed for o in outcomes), 'problem')} in {_plural(changed, 'file')}.\n")
         return
     if not remaining:
-        out.write("All checks passed!\n")
+        out.write(passed + "\n")
         return
     out.write(f"Found {_plural(remaining, 'problem')} ({fixable} fixable with --fix).\n")
     unsafe = sum(1 for d in diagnostics if d.fix is not None and not d.fix.is_safe)

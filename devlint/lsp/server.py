@@ -25,7 +25,7 @@ from pygls.uris import to_fs_path
 from devlint import __version__
 from devlint.config import Config, ConfigError, discover_config
 from devlint.diagnostics import Diagnostic, Edit
-from devlint.engine import NOQA, fix_source, lint_source
+from devlint.engine import NOQA, FileResult, InternalError, fix_source, lint_source
 from devlint.lsp.positions import Document
 from devlint.rules import all_rules
 from devlint.sarif import RULES_URI, level
@@ -61,7 +61,10 @@ class DevlintServer(LanguageServer):
         config = self._config_for(path)
         diagnostics: list[Diagnostic] = []
         if config is not None and not config.is_excluded(path):
-            result = lint_source(document.text, path, config)
+            try:
+                result = lint_source(document.text, path, config)
+            except Exception as err:  # one document's crash must not take the others' diagnostics
+                result = FileResult(errors=[InternalError(path, f"{type(err).__name__}: {err}")])
             diagnostics = result.diagnostics
             for error in result.errors:
                 self.window_log_message(types.LogMessageParams(type=types.MessageType.Error, message=str(error)))
