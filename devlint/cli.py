@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import multiprocessing
 import os
 import sys
+import threading
+import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -171,7 +174,12 @@ def _check(args: argparse.Namespace) -> int:
         work = [(path, settings.for_path(path), mode, args.unsafe_fixes, cache_dir) for path in files]
         progress = _Progress(len(work), enabled=not args.quiet and sys.stderr.isatty())
         if jobs > 1 and len(work) >= _PARALLEL_THRESHOLD:
-            with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
+            context = multiprocessing.get_context()
+            forked = context.get_start_method() == "fork"  # else a fork server is the parent
+            with ProcessPoolExecutor(
+                max_workers=min(jobs, len(work)), mp_context=context,
+                initializer=_die_with_parent, initargs=(os.getpid(), forked),
+            ) as pool:  # fmt: skip
                 outcomes = [progress.step(o) for o in pool.map(_process_path, work, chunksize=4)]
         else:
             outcomes = [progress.step(_process_path(item)) for item in work]
@@ -179,6 +187,49 @@ def _check(args: argparse.Namespace) -> int:
     for outcome in outcomes:
         problems.extend(outcome.errors)
     return _report(args, mode, outcomes, problems)
+
+
+def _die_with_parent(devlint: int, forked: bool) -> None:
+    """In a worker: end when the devlint that started it ends, even by SIGKILL, as flake8's
+    workers do; a worker left behind would go on rewriting files and hold the caller's pipes."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            pr_set_pdeathsig = 1
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    parent = os.getppid()  # devlint itself, or the fork server it started
+    if (forked and parent != devlint) or not _alive(devlint):  # it died before the signal was armed
+        os._exit(1)
+    threading.Thread(target=_watch, args=(devlint, parent), name="devlint-parent-watch", daemon=True).start()
+
+
+def _watch(devlint: int, parent: int) -> None:
+    """Where there is no PR_SET_PDEATHSIG: a worker is reparented when its parent dies."""
+    while os.getppid() == parent and _alive(devlint):
+        time.sleep(0.5)
+    os._exit(1)
+
+
+def _alive(pid: int) -> bool:
+    """Is `pid` running (a zombie, killed and not yet reaped, is not)?"""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
 
 
 class _Progress:
