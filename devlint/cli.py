@@ -19,7 +19,7 @@ from devlint.cache import Cache, default_cache_dir
 from devlint.config import Config, ConfigError, discover_config, load_config_file
 from devlint.diagnostics import Diagnostic
 from devlint.files import PathProblem, expand
-from devlint.source import SourceDecodeError, SourceText, write_atomic
+from devlint.source import SourceDecodeError, SourceText, process_alive, remove_stale_temporaries, write_atomic
 
 _SUBCOMMANDS = ("check", "fix", "rules", "explain", "verify", "lsp")
 _PARALLEL_THRESHOLD = 8
@@ -169,6 +169,9 @@ def _check(args: argparse.Namespace) -> int:
         except PathProblem as err:
             print(f"devlint: error: {err}", file=sys.stderr)
             return 2
+        if mode == "fix":
+            for directory in sorted({os.path.dirname(os.path.realpath(path)) for path in files}):
+                remove_stale_temporaries(directory)
         jobs = args.jobs or os.cpu_count() or 1
         cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir(_project_root()))
         work = [(path, settings.for_path(path), mode, args.unsafe_fixes, cache_dir) for path in files]
@@ -202,34 +205,16 @@ def _die_with_parent(devlint: int, forked: bool) -> None:
         except (OSError, AttributeError):
             pass
     parent = os.getppid()  # devlint itself, or the fork server it started
-    if (forked and parent != devlint) or not _alive(devlint):  # it died before the signal was armed
+    if (forked and parent != devlint) or not process_alive(devlint):  # it died before the signal was armed
         os._exit(1)
     threading.Thread(target=_watch, args=(devlint, parent), name="devlint-parent-watch", daemon=True).start()
 
 
 def _watch(devlint: int, parent: int) -> None:
     """Where there is no PR_SET_PDEATHSIG: a worker is reparented when its parent dies."""
-    while os.getppid() == parent and _alive(devlint):
+    while os.getppid() == parent and process_alive(devlint):
         time.sleep(0.5)
     os._exit(1)
-
-
-def _alive(pid: int) -> bool:
-    """Is `pid` running (a zombie, killed and not yet reaped, is not)?"""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
-    except FileNotFoundError:
-        return False
-    except OSError:  # no /proc
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
 
 
 class _Progress:

@@ -19,6 +19,7 @@ import time
 import pytest
 
 from devlint import cli
+from devlint.source import process_alive
 from tests.conftest import tool
 from tests.test_cli import write
 
@@ -41,14 +42,6 @@ def _children(pid: int) -> list[int]:
         if int(fields[1]) == pid and fields[0] != "Z":
             found.append(int(entry))
     return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 # -- item 5: workers die with their parent ---------------------------------------------
@@ -74,6 +67,61 @@ def test_workers_die_when_only_the_main_process_is_killed(tmp_path):
     process.communicate(timeout=30)  # the workers held the pipes open: this would hang
     assert time.monotonic() - started < 10
     deadline = time.monotonic() + 10
-    while any(map(_alive, workers)) and time.monotonic() < deadline:
+    while any(map(process_alive, workers)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not any(map(_alive, workers)), "workers outlived their parent"
+    assert not any(map(process_alive, workers)), "workers outlived their parent"
+
+
+# -- item 6: --fix and the file system ---------------------------------------------------
+
+
+def test_fix_writes_through_a_symlink_to_its_target(tmp_path, run):
+    target = write(tmp_path, "real.py", SNIPPET)
+    link = tmp_path / "link.py"
+    link.symlink_to(target.name)
+    run("devlint", "--fix", str(link), check=0)
+    assert link.is_symlink() and os.readlink(link) == "real.py"
+    assert FIXED in target.read_text()
+
+
+def test_fix_keeps_hard_links(tmp_path, run):
+    first = write(tmp_path, "a.py", SNIPPET)
+    second = tmp_path / "b.py"
+    os.link(first, second)
+    run("devlint", "--fix", str(first), check=0)
+    assert os.stat(first).st_ino == os.stat(second).st_ino and os.stat(first).st_nlink == 2
+    assert FIXED in second.read_text()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a file away needs root")
+def test_fix_keeps_the_owner(tmp_path, run):
+    path = write(tmp_path, "train.py", SNIPPET)
+    os.chown(path, 4321, 4321)
+    os.chmod(path, 0o664)
+    run("devlint", "--fix", str(path), check=0)
+    info = os.stat(path)
+    assert (info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)) == (4321, 4321, 0o664)
+    assert FIXED in path.read_text()
+
+
+def test_fix_refuses_a_read_only_file(tmp_path, run):
+    """Decided from the mode bits, so that it holds for root (CI) too."""
+    path = write(tmp_path, "train.py", SNIPPET)
+    os.chmod(path, 0o444)
+    result = run("devlint", "--fix", str(path), check=2)
+    assert "cannot write the fixes: the file is read-only; file left unchanged" in result.stderr
+    assert "All checks passed" not in result.stdout and "DEV102" in result.stdout
+    assert path.read_text() == SNIPPET and stat.S_IMODE(os.stat(path).st_mode) == 0o444
+    assert not list(tmp_path.glob(".devlint-*"))
+
+
+def test_fix_removes_the_temporary_files_of_a_killed_run_only(tmp_path, run):
+    path = write(tmp_path, "train.py", SNIPPET)
+    dead = 2**22 + 1  # above the usual pid_max: no such process
+    while process_alive(dead):
+        dead += 1
+    left = write(tmp_path, f".devlint-{dead}-abc123.tmp", "half a file")
+    live = write(tmp_path, f".devlint-{os.getppid()}-def456.tmp", "another devlint's, still writing")
+    run("devlint", "--fix", str(path), check=0)
+    assert not left.exists() and live.exists()
+    assert FIXED in path.read_text()
