@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import io
 import json
 import multiprocessing
 import os
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -337,33 +339,25 @@ def _report(args: argparse.Namespace, mode: str, outcomes: list[FileOutcome], pr
     diagnostics = sorted(d for o in outcomes for d in o.diagnostics)
     fixed = sum(o.fixed for o in outcomes)
     machine = args.output_format != "text"
+    out = io.StringIO()  # written out whole, so that a failed write leaves no partial report
+    stdin_fix = args.paths == ["-"] and mode == "fix"
+    if stdin_fix:
+        out.write(outcomes[0].diff or "")
+    elif mode == "diff" and not machine:
+        for outcome in outcomes:
+            out.write(outcome.diff)
+    if not stdin_fix:
+        _print_findings(out, args, diagnostics)
+    if args.statistics:
+        # in machine formats stdout carries the format alone
+        _print_statistics(sys.stderr if stdin_fix or machine else out, diagnostics)
+    if not args.quiet and not machine and not stdin_fix:
+        _print_summary(out, mode, diagnostics, fixed, outcomes, errors=len(problems))
     try:
-        out = open(args.output_file, "w", encoding="utf-8") if args.output_file else sys.stdout
+        _write_report(out.getvalue(), args.output_file)
     except OSError as err:
-        print(f"devlint: error: cannot write {args.output_file}: {err.strerror}", file=sys.stderr)
-        return 2
-    try:
-        stdin_fix = args.paths == ["-"] and mode == "fix"
-        if stdin_fix:
-            out.write(outcomes[0].diff or "")
-        elif mode == "diff" and not machine:
-            for outcome in outcomes:
-                out.write(outcome.diff)
-        if not stdin_fix:
-            _print_findings(out, args, diagnostics)
-        if args.statistics:
-            # in machine formats stdout carries the format alone
-            _print_statistics(sys.stderr if stdin_fix or machine else out, diagnostics)
-        if not args.quiet and not machine and not stdin_fix:
-            _print_summary(out, mode, diagnostics, fixed, outcomes, errors=len(problems))
-        out.flush()
-    except BrokenPipeError:
-        # `devlint ... | head`: the reader left; that is not an error of ours
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    finally:
-        if out is not sys.stdout:
-            out.close()
+        where = args.output_file or "standard output"
+        problems = [*problems, f"cannot write the report to {where}: {err.strerror or err}"]
     for problem in problems:
         print(f"devlint: error: {problem}", file=sys.stderr)
     if problems:
@@ -373,6 +367,50 @@ def _report(args: argparse.Namespace, mode: str, outcomes: list[FileOutcome], pr
     if args.exit_zero:
         return 0
     return 1 if diagnostics else 0
+
+
+def _write_report(report: str, output_file: str | None) -> None:
+    """Write the report to stdout or `output_file`; a file is replaced only once the whole
+    report is written, and a failed write (a full disk) leaves no empty or partial file."""
+    if output_file is None:
+        try:
+            sys.stdout.write(report)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _discard_stdout()  # `devlint ... | head`: the reader left; that is not an error of ours
+        except OSError:
+            _discard_stdout()
+            raise
+        return
+    if os.path.exists(output_file) and not os.path.isfile(output_file):
+        with open(output_file, "w", encoding="utf-8") as handle:  # /dev/stdout, a pipe
+            handle.write(report)
+        return
+    folder = os.path.dirname(os.path.abspath(output_file))
+    fd, tmp = tempfile.mkstemp(prefix=".devlint-report-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(report)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, output_file)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush of what could not be
+    written does not fail again at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _github_property(value: str) -> str:

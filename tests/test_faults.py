@@ -125,3 +125,71 @@ def test_fix_removes_the_temporary_files_of_a_killed_run_only(tmp_path, run):
     run("devlint", "--fix", str(path), check=0)
     assert not left.exists() and live.exists()
     assert FIXED in path.read_text()
+
+
+# -- item 9: an output that cannot be written -------------------------------------------
+
+full_device = pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+
+
+@full_device
+def test_stdout_on_a_full_device_is_a_clear_error(tmp_path):
+    path = write(tmp_path, "train.py", SNIPPET)
+    with open("/dev/full", "w") as full:
+        completed = subprocess.run(
+            [tool("devlint"), "--no-cache", str(path)], stdout=full, stderr=subprocess.PIPE, text=True, timeout=60
+        )
+    assert completed.returncode == 2
+    assert "cannot write the report to standard output: No space left on device" in completed.stderr
+    assert "Traceback" not in completed.stderr and "Exception ignored" not in completed.stderr
+
+
+@full_device
+def test_output_file_on_a_full_device_is_a_clear_error(tmp_path, run):
+    path = write(tmp_path, "train.py", SNIPPET)
+    result = run("devlint", "--output-format", "sarif", "--output-file", "/dev/full", str(path), check=2)
+    assert "cannot write the report to /dev/full: No space left on device" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_full_disk_leaves_no_partial_sarif_file(tmp_path, monkeypatch, capsys):
+    """A disk that fills while the report is written (the error injected where the bytes
+    go out): no empty or partial file for a CI workflow to upload, no temporary file."""
+    path = write(tmp_path, "train.py", SNIPPET)
+    report = tmp_path / "out" / "devlint.sarif"
+    report.parent.mkdir()
+    real_fdopen = os.fdopen
+
+    class FullDisk:
+        def __init__(self, handle):
+            self.handle = handle
+
+        def write(self, text):
+            self.handle.write(text[: len(text) // 2])
+            self.handle.flush()
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.handle.close()
+
+    monkeypatch.setattr(os, "fdopen", lambda fd, *a, **k: FullDisk(real_fdopen(fd, *a, **k)))
+    code = cli.main(["--no-cache", "--output-format", "sarif", "--output-file", str(report), str(path)])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert f"cannot write the report to {report}: No space left on device" in captured.err
+    assert list(report.parent.iterdir()) == []
+
+
+def test_an_existing_report_is_kept_when_the_new_one_cannot_be_written(tmp_path, monkeypatch, capsys):
+    path = write(tmp_path, "train.py", SNIPPET)
+    report = write(tmp_path, "devlint.json", "[]\n")
+
+    def no_space(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "replace", no_space)
+    assert cli.main(["--no-cache", "--output-format", "json", "--output-file", str(report), str(path)]) == 2
+    assert report.read_text() == "[]\n" and sorted(p.name for p in tmp_path.iterdir()) == ["devlint.json", "train.py"]
