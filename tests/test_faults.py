@@ -193,3 +193,62 @@ def test_an_existing_report_is_kept_when_the_new_one_cannot_be_written(tmp_path,
     monkeypatch.setattr(os, "replace", no_space)
     assert cli.main(["--no-cache", "--output-format", "json", "--output-file", str(report), str(path)]) == 2
     assert report.read_text() == "[]\n" and sorted(p.name for p in tmp_path.iterdir()) == ["devlint.json", "train.py"]
+
+
+# -- item 10: the cache ----------------------------------------------------------------
+
+
+def _check_cached(path, cache_dir) -> int:
+    return cli.main(["--cache-dir", str(cache_dir), "--jobs", "1", "--output-format", "json", str(path)])
+
+
+def _entries(cache_dir) -> list:
+    return sorted(p for p in cache_dir.glob("??/*") if p.is_file())
+
+
+def test_the_cache_key_follows_devlint_s_own_source(tmp_path, monkeypatch, capsys):
+    """An editable install changes devlint's code without changing its version."""
+    import shutil
+
+    from devlint import cache
+
+    package = tmp_path / "package"
+    shutil.copytree(os.path.dirname(cache.__file__), package, ignore=shutil.ignore_patterns("__pycache__"))
+    before = cache.source_hash.__wrapped__(str(package))
+    with open(package / "engine.py", "a") as handle:
+        handle.write("\n# an edit\n")
+    assert cache.source_hash.__wrapped__(str(package)) != before
+    path = write(tmp_path, "train.py", SNIPPET)
+    cache_dir = tmp_path / "cache"
+    assert _check_cached(path, cache_dir) == 1 and len(_entries(cache_dir)) == 1
+    monkeypatch.setattr(cache, "source_hash", lambda: "edited")
+    assert _check_cached(path, cache_dir) == 1 and len(_entries(cache_dir)) == 2  # a miss, not the old entry
+
+
+@pytest.mark.parametrize(
+    "entry",
+    ["[]", "{}", '[[1, 2]]', '{"format": 1, "key": "another", "diagnostics": []}', '{"format": 1, "diagnostics": "x"}'],
+)
+def test_a_cache_entry_of_the_wrong_shape_is_a_miss(tmp_path, capsys, entry):
+    path = write(tmp_path, "train.py", SNIPPET)
+    cache_dir = tmp_path / "cache"
+    assert _check_cached(path, cache_dir) == 1
+    (stored,) = _entries(cache_dir)
+    key = stored.name
+    stored.write_text(entry.replace('"another"', '"another"' if "another" in entry else f'"{key}"'))
+    capsys.readouterr()
+    assert _check_cached(path, cache_dir) == 1  # not "no findings"
+    assert [d["code"] for d in json.loads(capsys.readouterr().out)] == ["DEV102"]
+
+
+def test_a_failed_cache_write_leaves_no_temporary_file(tmp_path, monkeypatch, capsys):
+    from devlint import cache
+
+    def disk_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(cache.json, "dump", disk_full)  # json's, for the text report does not use it
+    path = write(tmp_path, "train.py", SNIPPET)
+    cache_dir = tmp_path / "cache"
+    assert cli.main(["--cache-dir", str(cache_dir), "--jobs", "1", str(path)]) == 1
+    assert [p.name for p in cache_dir.rglob("*") if p.is_file() and p.parent != cache_dir] == []
