@@ -20,7 +20,7 @@ from devlint import __version__
 from devlint.cache import Cache, default_cache_dir
 from devlint.config import Config, ConfigError, discover_config, load_config_file
 from devlint.diagnostics import Diagnostic
-from devlint.files import PathProblem, expand
+from devlint.files import PathProblem, expand, is_force_excluded
 from devlint.source import SourceDecodeError, SourceText, process_alive, remove_stale_temporaries, write_atomic
 
 _SUBCOMMANDS = ("check", "fix", "rules", "explain", "verify", "lsp")
@@ -59,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quiet", "-q", action="store_true", help="print findings only, no summary")
     parser.add_argument("--config", help="a pyproject.toml to read [tool.devlint] from")
     parser.add_argument("--stdin-filename", help="the name to report for code read from stdin")
+    parser.add_argument(
+        "--force-exclude", action="store_true",
+        help="apply `exclude` to files named on the command line too (for pre-commit)",
+    )  # fmt: skip
     return parser
 
 
@@ -162,12 +166,16 @@ def _check(args: argparse.Namespace) -> int:
         data = sys.stdin.buffer.read()
         config = settings.for_path(name if args.stdin_filename else os.path.join(os.getcwd(), "stdin.py"))
         try:
-            outcomes.append(_process(name, data, config, mode, args.unsafe_fixes, write=False))
+            if args.force_exclude and args.stdin_filename and is_force_excluded(name, config):
+                text = data.decode("utf-8", "surrogateescape")
+                outcomes.append(FileOutcome(name, diff=text if mode == "fix" else ""))  # passed through
+            else:
+                outcomes.append(_process(name, data, config, mode, args.unsafe_fixes, write=False))
         except Exception as err:
             outcomes.append(FileOutcome(name, errors=[_internal_error(name, err)]))
     else:
         try:
-            files = list(expand(paths, settings.for_path))
+            files = list(expand(paths, settings.for_path, force_exclude=args.force_exclude))
         except PathProblem as err:
             print(f"devlint: error: {err}", file=sys.stderr)
             return 2

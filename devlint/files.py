@@ -20,12 +20,14 @@ class PathProblem(Exception):
     """A named path that cannot be checked (missing, unreadable)."""
 
 
-def expand(paths: list[str], config_for) -> Iterator[str]:
-    """Files to check, in a stable order. Named files are always checked; files found by
-    walking a directory skip git-ignored paths and the configured `exclude`."""
+def expand(paths: list[str], config_for, *, force_exclude: bool = False) -> Iterator[str]:
+    """Files to check, in a stable order. Named files are checked unless `force_exclude`
+    (ruff's `--force-exclude`, for pre-commit, which names every file) applies `exclude` to
+    them too; files found by walking a directory skip git-ignored paths and `exclude`."""
     for path in paths:
         if os.path.isfile(path):
-            yield path
+            if not (force_exclude and is_force_excluded(path, config_for(path))):
+                yield path
             continue
         if not os.path.exists(path):
             raise PathProblem(f"{path}: no such file or directory")
@@ -40,6 +42,16 @@ def expand(paths: list[str], config_for) -> Iterator[str]:
             if config.is_excluded(file):
                 continue
             yield file
+
+
+def is_force_excluded(path: str, config: Config) -> bool:
+    """Would walking a directory skip `path` (the configured `exclude`, or a folder such as
+    `.venv` that is never walked)?"""
+    if config.is_excluded(path):
+        return True
+    relative = os.path.relpath(os.path.abspath(path), os.path.abspath(config.root))
+    parts = relative.split(os.sep)[:-1]
+    return not relative.startswith("..") and any(part in DEFAULT_EXCLUDES for part in parts)
 
 
 def _walk(root: str) -> Iterator[str]:

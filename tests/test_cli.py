@@ -180,3 +180,18 @@ def test_cache_hits_keep_results_and_edits_invalidate(tmp_path, run):
     run("devlint", "--cache-dir", str(cache), str(path))
     run("devlint", "--cache-dir", str(cache), "--fix", str(path))
     assert "to(device)" in path.read_text()
+
+
+def test_force_exclude_applies_exclude_to_named_files(tmp_path, run):
+    write(tmp_path, "pyproject.toml", '[tool.devlint]\nexclude = ["vendor/", "gen_*.py"]\n')
+    vendored = write(tmp_path, "vendor/lib.py", SAMPLE)
+    generated = write(tmp_path, "gen_model.py", SAMPLE)
+    own = write(tmp_path, "train.py", SAMPLE)
+    named = [str(vendored), str(generated), str(own)]
+    assert run("devlint", *named, cwd=tmp_path).stdout.count("DEV102") == 3  # named: checked, as before
+    result = run("devlint", "--force-exclude", *named, cwd=tmp_path, check=1)
+    assert result.stdout.count("DEV102") == 1 and "train.py" in result.stdout
+    run("devlint", "--fix", "--force-exclude", *named, cwd=tmp_path)
+    assert vendored.read_text() == SAMPLE and generated.read_text() == SAMPLE and SAMPLE != own.read_text()
+    piped = run("devlint", "--force-exclude", "--stdin-filename", "vendor/lib.py", "-", cwd=tmp_path, stdin=SAMPLE, check=0)
+    assert "DEV102" not in piped.stdout
