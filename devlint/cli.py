@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from devlint import __version__
 from devlint.cache import Cache, default_cache_dir
-from devlint.config import Config, ConfigError, discover_config, load_config_file
+from devlint.config import Config, ConfigError, ConfigResolver
 from devlint.diagnostics import Diagnostic
 from devlint.files import PathProblem, expand, is_force_excluded
 from devlint.source import SourceDecodeError, SourceText, process_alive, remove_stale_temporaries, write_atomic
@@ -129,34 +129,12 @@ def _explain(argv: list[str]) -> int:
     return 2
 
 
-class _Settings:
-    """Configuration per directory: the nearest pyproject.toml, plus command-line overrides."""
-
-    def __init__(self, args: argparse.Namespace) -> None:
-        self._args = args
-        self._fixed = load_config_file(args.config) if args.config else None
-        self._by_dir: dict[str, Config] = {}
-
-    def _override(self, config: Config) -> Config:
-        split = lambda value: None if value is None else [value]  # noqa: E731
-        return config.with_overrides(
-            select=split(self._args.select), ignore=split(self._args.ignore),
-            extend_select=split(self._args.extend_select),
-        )  # fmt: skip
-
-    def for_path(self, path: str) -> Config:
-        if self._fixed is not None:
-            return self._override(self._fixed)
-        directory = os.path.dirname(os.path.abspath(path))
-        config = self._by_dir.get(directory)
-        if config is None:
-            config = self._by_dir[directory] = self._override(discover_config(directory))
-        return config
-
-
 def _check(args: argparse.Namespace) -> int:
-    settings = _Settings(args)
-    settings.for_path(os.getcwd())  # a broken configuration is an error before any work
+    listed = lambda value: None if value is None else [value]  # noqa: E731
+    settings = ConfigResolver(
+        args.config, select=listed(args.select), ignore=listed(args.ignore), extend_select=listed(args.extend_select)
+    )
+    settings.for_directory(os.getcwd())  # a broken configuration is an error before any work
     mode = "diff" if args.diff else "fix" if args.fix else "check"
     paths = args.paths or ["."]
     outcomes: list[FileOutcome] = []
