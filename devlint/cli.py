@@ -20,7 +20,7 @@ from devlint import __version__
 from devlint.cache import Cache, default_cache_dir
 from devlint.config import Config, ConfigError, ConfigResolver
 from devlint.diagnostics import Diagnostic
-from devlint.files import PathProblem, expand, is_force_excluded
+from devlint.files import expand, is_force_excluded
 from devlint.source import SourceDecodeError, SourceText, process_alive, remove_stale_temporaries, write_atomic
 
 _SUBCOMMANDS = ("check", "fix", "rules", "explain", "verify", "lsp")
@@ -152,11 +152,7 @@ def _check(args: argparse.Namespace) -> int:
         except Exception as err:
             outcomes.append(FileOutcome(name, errors=[_internal_error(name, err)]))
     else:
-        try:
-            files = list(expand(paths, settings.for_path, force_exclude=args.force_exclude))
-        except PathProblem as err:
-            print(f"devlint: error: {err}", file=sys.stderr)
-            return 2
+        files = list(expand(paths, settings.for_path, force_exclude=args.force_exclude, problems=problems))
         if mode == "fix":
             for directory in sorted({os.path.dirname(os.path.realpath(path)) for path in files}):
                 remove_stale_temporaries(directory)

@@ -6,6 +6,8 @@ import json
 import os
 import stat
 
+import pytest
+
 SAMPLE = """import torch
 
 x = torch.zeros(3).cuda()
@@ -195,3 +197,33 @@ def test_force_exclude_applies_exclude_to_named_files(tmp_path, run):
     assert vendored.read_text() == SAMPLE and generated.read_text() == SAMPLE and SAMPLE != own.read_text()
     piped = run("devlint", "--force-exclude", "--stdin-filename", "vendor/lib.py", "-", cwd=tmp_path, stdin=SAMPLE, check=0)
     assert "DEV102" not in piped.stdout
+
+
+def test_a_missing_path_is_reported_and_the_rest_is_checked(tmp_path, run):
+    path = write(tmp_path, "train.py", SAMPLE)
+    missing = tmp_path / "nope.py"
+    result = run("devlint", "--no-cache", str(missing), str(path), check=2)
+    assert f"devlint: error: {missing}: no such file or directory" in result.stderr
+    assert f"{path}:3:5: DEV102" in result.stdout and "All checks passed" not in result.stdout
+    clean = write(tmp_path, "clean.py", "import torch\n")
+    result = run("devlint", "--no-cache", str(missing), str(clean), check=2)
+    assert "All checks passed!" not in result.stdout  # not beside an exit-2 error
+    assert "1 error left the check incomplete" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "skipped"),
+    [
+        ("# devlint: skip-file\n", True),
+        ("#devlint:skip-file  # generated\n", True),
+        ('"""How to opt out:\n\n# devlint: skip-file\n"""\n', False),
+        ("s = '# devlint: skip-file'\n", False),
+        ("# devlint: skip-file-not\n", False),
+        ("# devlint: skip-files\n", False),
+    ],
+)
+def test_skip_file_only_as_a_comment_of_its_own(text, skipped):
+    from devlint.engine import lint_source
+
+    found = lint_source(text + SAMPLE, "t.py").diagnostics
+    assert (found == []) is skipped

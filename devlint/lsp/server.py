@@ -51,6 +51,7 @@ class DevlintServer(LanguageServer):
         self.linted: dict[str, _Linted] = {}
         self._rules = {rule.code: rule for rule in all_rules()}
         self._config_problem: str | None = None
+        self.shut_down = False  # `shutdown` came before `exit`: the exit status is 0, else 1
 
     # -- linting -----------------------------------------------------------------------
 
@@ -297,8 +298,16 @@ def build_server() -> DevlintServer:
     def hover(ls: DevlintServer, params: types.HoverParams) -> types.Hover | None:
         return ls.hover(params)
 
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: DevlintServer, params: None) -> None:
+        ls.shut_down = True
+
     return server
 
 
-def serve() -> None:
-    build_server().start_io()
+def serve() -> int:
+    """Serve on stdio until `exit`; the exit status is 1 unless `shutdown` came first (the
+    LSP specification), and 1 too when the client went away without either."""
+    server = build_server()
+    server.start_io()
+    return 0 if server.shut_down else 1
