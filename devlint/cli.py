@@ -4,19 +4,24 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import io
 import json
+import multiprocessing
 import os
 import sys
+import tempfile
+import threading
+import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from devlint import __version__
 from devlint.cache import Cache, default_cache_dir
-from devlint.config import Config, ConfigError, discover_config, load_config_file
+from devlint.config import Config, ConfigError, ConfigResolver
 from devlint.diagnostics import Diagnostic
-from devlint.files import PathProblem, expand
-from devlint.source import SourceDecodeError, SourceText, write_atomic
+from devlint.files import expand, is_force_excluded
+from devlint.source import SourceDecodeError, SourceText, process_alive, remove_stale_temporaries, write_atomic
 
 _SUBCOMMANDS = ("check", "fix", "rules", "explain", "verify", "lsp")
 _PARALLEL_THRESHOLD = 8
@@ -54,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--quiet", "-q", action="store_true", help="print findings only, no summary")
     parser.add_argument("--config", help="a pyproject.toml to read [tool.devlint] from")
     parser.add_argument("--stdin-filename", help="the name to report for code read from stdin")
+    parser.add_argument(
+        "--force-exclude", action="store_true",
+        help="apply `exclude` to files named on the command line too (for pre-commit)",
+    )  # fmt: skip
     return parser
 
 
@@ -120,34 +129,12 @@ def _explain(argv: list[str]) -> int:
     return 2
 
 
-class _Settings:
-    """Configuration per directory: the nearest pyproject.toml, plus command-line overrides."""
-
-    def __init__(self, args: argparse.Namespace) -> None:
-        self._args = args
-        self._fixed = load_config_file(args.config) if args.config else None
-        self._by_dir: dict[str, Config] = {}
-
-    def _override(self, config: Config) -> Config:
-        split = lambda value: None if value is None else [value]  # noqa: E731
-        return config.with_overrides(
-            select=split(self._args.select), ignore=split(self._args.ignore),
-            extend_select=split(self._args.extend_select),
-        )  # fmt: skip
-
-    def for_path(self, path: str) -> Config:
-        if self._fixed is not None:
-            return self._override(self._fixed)
-        directory = os.path.dirname(os.path.abspath(path))
-        config = self._by_dir.get(directory)
-        if config is None:
-            config = self._by_dir[directory] = self._override(discover_config(directory))
-        return config
-
-
 def _check(args: argparse.Namespace) -> int:
-    settings = _Settings(args)
-    settings.for_path(os.getcwd())  # a broken configuration is an error before any work
+    listed = lambda value: None if value is None else [value]  # noqa: E731
+    settings = ConfigResolver(
+        args.config, select=listed(args.select), ignore=listed(args.ignore), extend_select=listed(args.extend_select)
+    )
+    settings.for_directory(os.getcwd())  # a broken configuration is an error before any work
     mode = "diff" if args.diff else "fix" if args.fix else "check"
     paths = args.paths or ["."]
     outcomes: list[FileOutcome] = []
@@ -156,19 +143,30 @@ def _check(args: argparse.Namespace) -> int:
         name = args.stdin_filename or "-"
         data = sys.stdin.buffer.read()
         config = settings.for_path(name if args.stdin_filename else os.path.join(os.getcwd(), "stdin.py"))
-        outcomes.append(_process(name, data, config, mode, args.unsafe_fixes, write=False))
-    else:
         try:
-            files = list(expand(paths, settings.for_path))
-        except PathProblem as err:
-            print(f"devlint: error: {err}", file=sys.stderr)
-            return 2
+            if args.force_exclude and args.stdin_filename and is_force_excluded(name, config):
+                text = data.decode("utf-8", "surrogateescape")
+                outcomes.append(FileOutcome(name, diff=text if mode == "fix" else ""))  # passed through
+            else:
+                outcomes.append(_process(name, data, config, mode, args.unsafe_fixes, write=False))
+        except Exception as err:
+            outcomes.append(FileOutcome(name, errors=[_internal_error(name, err)]))
+    else:
+        files = list(expand(paths, settings.for_path, force_exclude=args.force_exclude, problems=problems))
+        if mode == "fix":
+            for directory in sorted({os.path.dirname(os.path.realpath(path)) for path in files}):
+                remove_stale_temporaries(directory)
         jobs = args.jobs or os.cpu_count() or 1
         cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir(_project_root()))
         work = [(path, settings.for_path(path), mode, args.unsafe_fixes, cache_dir) for path in files]
         progress = _Progress(len(work), enabled=not args.quiet and sys.stderr.isatty())
         if jobs > 1 and len(work) >= _PARALLEL_THRESHOLD:
-            with ProcessPoolExecutor(max_workers=min(jobs, len(work))) as pool:
+            context = multiprocessing.get_context()
+            forked = context.get_start_method() == "fork"  # else a fork server is the parent
+            with ProcessPoolExecutor(
+                max_workers=min(jobs, len(work)), mp_context=context,
+                initializer=_die_with_parent, initargs=(os.getpid(), forked),
+            ) as pool:  # fmt: skip
                 outcomes = [progress.step(o) for o in pool.map(_process_path, work, chunksize=4)]
         else:
             outcomes = [progress.step(_process_path(item)) for item in work]
@@ -176,6 +174,31 @@ def _check(args: argparse.Namespace) -> int:
     for outcome in outcomes:
         problems.extend(outcome.errors)
     return _report(args, mode, outcomes, problems)
+
+
+def _die_with_parent(devlint: int, forked: bool) -> None:
+    """In a worker: end when the devlint that started it ends, even by SIGKILL, as flake8's
+    workers do; a worker left behind would go on rewriting files and hold the caller's pipes."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            pr_set_pdeathsig = 1
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    parent = os.getppid()  # devlint itself, or the fork server it started
+    if (forked and parent != devlint) or not process_alive(devlint):  # it died before the signal was armed
+        os._exit(1)
+    threading.Thread(target=_watch, args=(devlint, parent), name="devlint-parent-watch", daemon=True).start()
+
+
+def _watch(devlint: int, parent: int) -> None:
+    """Where there is no PR_SET_PDEATHSIG: a worker is reparented when its parent dies."""
+    while os.getppid() == parent and process_alive(devlint):
+        time.sleep(0.5)
+    os._exit(1)
 
 
 class _Progress:
@@ -217,6 +240,17 @@ def _project_root() -> str:
 
 
 def _process_path(item: tuple[str, Config, str, bool, str | None]) -> FileOutcome:
+    try:
+        return _process_path_unguarded(item)
+    except Exception as err:  # one file's crash must not lose the others' results
+        return FileOutcome(item[0], errors=[_internal_error(item[0], err)])
+
+
+def _internal_error(path: str, err: BaseException) -> str:
+    return f"{path}: internal error: {type(err).__name__}: {err}"
+
+
+def _process_path_unguarded(item: tuple[str, Config, str, bool, str | None]) -> FileOutcome:
     path, config, mode, unsafe, cache_dir = item
     try:
         with open(path, "rb") as handle:
@@ -287,33 +321,25 @@ def _report(args: argparse.Namespace, mode: str, outcomes: list[FileOutcome], pr
     diagnostics = sorted(d for o in outcomes for d in o.diagnostics)
     fixed = sum(o.fixed for o in outcomes)
     machine = args.output_format != "text"
+    out = io.StringIO()  # written out whole, so that a failed write leaves no partial report
+    stdin_fix = args.paths == ["-"] and mode == "fix"
+    if stdin_fix:
+        out.write(outcomes[0].diff or "")
+    elif mode == "diff" and not machine:
+        for outcome in outcomes:
+            out.write(outcome.diff)
+    if not stdin_fix:
+        _print_findings(out, args, diagnostics)
+    if args.statistics:
+        # in machine formats stdout carries the format alone
+        _print_statistics(sys.stderr if stdin_fix or machine else out, diagnostics)
+    if not args.quiet and not machine and not stdin_fix:
+        _print_summary(out, mode, diagnostics, fixed, outcomes, errors=len(problems))
     try:
-        out = open(args.output_file, "w", encoding="utf-8") if args.output_file else sys.stdout
+        _write_report(out.getvalue(), args.output_file)
     except OSError as err:
-        print(f"devlint: error: cannot write {args.output_file}: {err.strerror}", file=sys.stderr)
-        return 2
-    try:
-        stdin_fix = args.paths == ["-"] and mode == "fix"
-        if stdin_fix:
-            out.write(outcomes[0].diff or "")
-        elif mode == "diff" and not machine:
-            for outcome in outcomes:
-                out.write(outcome.diff)
-        if not stdin_fix:
-            _print_findings(out, args, diagnostics)
-        if args.statistics:
-            # in machine formats stdout carries the format alone
-            _print_statistics(sys.stderr if stdin_fix or machine else out, diagnostics)
-        if not args.quiet and not machine and not stdin_fix:
-            _print_summary(out, mode, diagnostics, fixed, outcomes)
-        out.flush()
-    except BrokenPipeError:
-        # `devlint ... | head`: the reader left; that is not an error of ours
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    finally:
-        if out is not sys.stdout:
-            out.close()
+        where = args.output_file or "standard output"
+        problems = [*problems, f"cannot write the report to {where}: {err.strerror or err}"]
     for problem in problems:
         print(f"devlint: error: {problem}", file=sys.stderr)
     if problems:
@@ -323,6 +349,50 @@ def _report(args: argparse.Namespace, mode: str, outcomes: list[FileOutcome], pr
     if args.exit_zero:
         return 0
     return 1 if diagnostics else 0
+
+
+def _write_report(report: str, output_file: str | None) -> None:
+    """Write the report to stdout or `output_file`; a file is replaced only once the whole
+    report is written, and a failed write (a full disk) leaves no empty or partial file."""
+    if output_file is None:
+        try:
+            sys.stdout.write(report)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _discard_stdout()  # `devlint ... | head`: the reader left; that is not an error of ours
+        except OSError:
+            _discard_stdout()
+            raise
+        return
+    if os.path.exists(output_file) and not os.path.isfile(output_file):
+        with open(output_file, "w", encoding="utf-8") as handle:  # /dev/stdout, a pipe
+            handle.write(report)
+        return
+    folder = os.path.dirname(os.path.abspath(output_file))
+    fd, tmp = tempfile.mkstemp(prefix=".devlint-report-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(report)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, output_file)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush of what could not be
+    written does not fail again at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _github_property(value: str) -> str:
@@ -366,21 +436,23 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def _print_summary(out, mode: str, diagnostics: list[Diagnostic], fixed: int, outcomes) -> None:
+def _print_summary(out, mode: str, diagnostics: list[Diagnostic], fixed: int, outcomes, *, errors: int = 0) -> None:
     fixable = sum(1 for d in diagnostics if d.fix is not None and d.fix.is_safe)
     remaining = len(diagnostics)
+    # with an error (printed on stderr) the check is incomplete: never "All checks passed!"
+    passed = "All checks passed!" if not errors else f"No problems found, but {_plural(errors, 'error')} left the check incomplete."
     if mode == "fix":
         if fixed or remaining:
             out.write(f"Found {_plural(fixed + remaining, 'problem')} ({fixed} fixed, {remaining} remaining).\n")
         else:
-            out.write("All checks passed!\n")
+            out.write(passed + "\n")
         return
     if mode == "diff":
         changed = sum(1 for o in outcomes if o.diff)
         out.write(f"Would fix {_plural(sum(o.fixed for o in outcomes), 'problem')} in {_plural(changed, 'file')}.\n")
         return
     if not remaining:
-        out.write("All checks passed!\n")
+        out.write(passed + "\n")
         return
     out.write(f"Found {_plural(remaining, 'problem')} ({fixable} fixable with --fix).\n")
     unsafe = sum(1 for d in diagnostics if d.fix is not None and not d.fix.is_safe)

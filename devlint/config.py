@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import keyword
 import os
 import re
 import tomllib
@@ -11,7 +12,8 @@ from pathlib import Path
 
 DEFAULT_SELECT = ("DEV0", "DEV1", "DEV2", "DEV3")
 _CODE_PREFIX = re.compile(r"^DEV\d{0,3}$")
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# groups every build has: naming one needs no look-up (which would load the rules, and libcst)
+_KNOWN_GROUPS = frozenset({"DEV", "DEV0", "DEV1", "DEV2", "DEV3", "DEV4"})
 _VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?$")
 
 
@@ -110,8 +112,16 @@ def _codes(values: object, key: str) -> tuple[str, ...]:
                 code = "DEV"
             if not _CODE_PREFIX.match(code):
                 raise ConfigError(f"{key}: {code!r} is not a devlint rule code or prefix (e.g. DEV1, DEV101)")
+            if code not in _KNOWN_GROUPS and not any(known.startswith(code) for known in _known_codes()):
+                raise ConfigError(f"{key}: {code!r} names no devlint rule (see `devlint rules`)")
             codes.append(code)
     return tuple(codes)
+
+
+def _known_codes() -> list[str]:
+    from devlint.rules import all_rules
+
+    return [rule.code for rule in all_rules()]
 
 
 def _string_list(value: object, key: str) -> tuple[str, ...]:
@@ -139,15 +149,18 @@ def parse_config(table: dict, root: str, source: str = "pyproject.toml") -> Conf
                 raise ConfigError(f"{where}: expected a table of glob = [codes]")
             changes["per_file_ignores"] = tuple((g, _codes(c, f"{where}.{g}")) for g, c in value.items())
         elif key == "device-name":
-            if not isinstance(value, str) or not _IDENTIFIER.match(value):
-                raise ConfigError(f"{where}: expected a Python identifier, got {value!r}")
+            if not isinstance(value, str) or not value.isidentifier() or keyword.iskeyword(value):
+                raise ConfigError(f"{where}: expected a Python identifier that is not a keyword, got {value!r}")
             changes["device_name"] = value
         elif key == "device-style":
             if value not in ("accelerator", "cuda"):
                 raise ConfigError(f'{where}: expected "accelerator" or "cuda", got {value!r}')
             changes["device_style"] = value
         elif key == "torch-version":
-            match = _VERSION.match(str(value)) if isinstance(value, (str, float)) else None
+            if isinstance(value, float):
+                raise ConfigError(f'{where}: write the version as a string, torch-version = "{value}": '
+                                  f"a TOML number loses digits (2.10 reads as 2.1)")  # fmt: skip
+            match = _VERSION.match(value) if isinstance(value, str) else None
             if not match:
                 raise ConfigError(f'{where}: expected a version like "2.6", got {value!r}')
             changes["torch_version"] = (int(match.group(1)), int(match.group(2)))
@@ -159,34 +172,68 @@ def parse_config(table: dict, root: str, source: str = "pyproject.toml") -> Conf
 
 def load_config_file(path: str) -> Config:
     """Read `[tool.devlint]` from a pyproject.toml (or a bare devlint table in any TOML file)."""
-    try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except OSError as err:
-        raise ConfigError(f"{path}: cannot read configuration: {err.strerror}") from None
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"{path}: not valid TOML: {err}") from None
-    table = data.get("tool", {}).get("devlint", {})
+    data = _read_toml(path)
+    table = data.get("tool", {}).get("devlint", {}) if isinstance(data.get("tool", {}), dict) else {}
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [tool.devlint] must be a table")
     return parse_config(table, root=os.path.dirname(os.path.abspath(path)), source=path)
 
 
+_TOML_CACHE: dict[str, tuple[tuple[int, int], dict]] = {}
+
+
+def _read_toml(path: str) -> dict:
+    """The parsed file, read again only when it changed (a language server lives long)."""
+    try:
+        info = os.stat(path)
+        signature = (info.st_mtime_ns, info.st_size)
+        cached = _TOML_CACHE.get(path)
+        if cached is not None and cached[0] == signature:
+            return cached[1]
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as err:
+        raise ConfigError(f"{path}: cannot read configuration: {err.strerror}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path}: not valid TOML: not UTF-8 text (byte {err.start})") from None
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{path}: not valid TOML: {err}") from None
+    _TOML_CACHE[path] = (signature, data)
+    return data
+
+
 def find_config_file(start: str) -> str | None:
-    """The nearest pyproject.toml with a [tool.devlint] table, at or above `start`."""
+    """The nearest pyproject.toml with a [tool.devlint] table, at or above `start`.
+
+    The TOML is parsed, so every spelling of the table counts (`[tool.devlint]`,
+    `[tool]` with `devlint = {...}`, dotted keys `tool.devlint.select = ...`). A
+    pyproject.toml that cannot be parsed is an error only if it mentions devlint."""
     directory = Path(os.path.abspath(start))
     if not directory.is_dir():
         directory = directory.parent
     for folder in (directory, *directory.parents):
         candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            try:
-                text = candidate.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            if re.search(r"^\[tool\.devlint(\]|\.)", text, re.MULTILINE):
-                return str(candidate)
+        if not candidate.is_file():
+            continue
+        try:
+            data = _read_toml(str(candidate))
+        except ConfigError:
+            if _mentions_devlint(candidate):
+                raise
+            continue
+        tool = data.get("tool")
+        if isinstance(tool, dict) and "devlint" in tool:
+            return str(candidate)
     return None
+
+
+def _mentions_devlint(path: Path) -> bool:
+    try:
+        return b"devlint" in path.read_bytes()
+    except OSError:
+        return False
 
 
 def discover_config(start: str) -> Config:
@@ -194,3 +241,35 @@ def discover_config(start: str) -> Config:
     if found is None:
         return Config(root=os.path.abspath(start if os.path.isdir(start) else os.path.dirname(start) or "."))
     return load_config_file(found)
+
+
+class ConfigResolver:
+    """The configuration of each checked file, shared by the CLI and the flake8 plugin: the
+    nearest pyproject.toml's `[tool.devlint]` (or one `config_file`), then overrides the way
+    `--select`, `--ignore` and `--extend-select` give them. A broken file raises ConfigError."""
+
+    def __init__(
+        self,
+        config_file: str | None = None,
+        *,
+        select: list[str] | None = None,
+        ignore: list[str] | None = None,
+        extend_select: list[str] | None = None,
+    ) -> None:
+        self._overrides = {"select": select, "ignore": ignore, "extend_select": extend_select}
+        self._fixed = self._override(load_config_file(config_file)) if config_file else None
+        self._by_dir: dict[str, Config] = {}
+
+    def _override(self, config: Config) -> Config:
+        return config.with_overrides(**self._overrides)
+
+    def for_path(self, path: str) -> Config:
+        return self.for_directory(os.path.dirname(os.path.abspath(path)))
+
+    def for_directory(self, directory: str) -> Config:
+        if self._fixed is not None:
+            return self._fixed
+        config = self._by_dir.get(directory)
+        if config is None:
+            config = self._by_dir[directory] = self._override(discover_config(directory))
+        return config

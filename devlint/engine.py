@@ -7,10 +7,15 @@ from __future__ import annotations
 
 import ast
 import gc
+import io
 import re
-from collections.abc import Iterator, Mapping
+import sys
+import threading
+import tokenize
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
@@ -25,7 +30,8 @@ from devlint.fix.plan import InsertLines, ReplaceSpan, ReplaceUpTo
 from devlint.rules.base import Report, Rule, visitors
 from devlint.source import LineIndex
 
-_SKIP_FILE = re.compile(r"#\s*devlint:\s*skip-file\b")
+_SKIP_FILE = re.compile(r"#\s*devlint:\s*skip-file(?![\w-])")
+_SKIP_FILE_COMMENT = re.compile(r"#\s*devlint:\s*skip-file\s*(?:#.*)?")
 NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _MAX_FIX_ROUNDS = 10
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")  # libcst's line breaks; not str.splitlines' form feeds
@@ -67,7 +73,20 @@ class FixResult:
 
 def needs_parse(text: str) -> bool:
     """The prefilter: a file that mentions neither torch nor cuda has nothing to report."""
-    return ("torch" in text or "cuda" in text) and not _SKIP_FILE.search(text)
+    return ("torch" in text or "cuda" in text) and not _skips_file(text)
+
+
+def _skips_file(text: str) -> bool:
+    """Is there a `# devlint: skip-file` comment, a real one (not text in a string)?"""
+    if not _SKIP_FILE.search(text):
+        return False
+    try:
+        return any(
+            token.type == tokenize.COMMENT and _SKIP_FILE_COMMENT.fullmatch(token.string)
+            for token in tokenize.generate_tokens(io.StringIO(text).readline)
+        )
+    except (tokenize.TokenError, SyntaxError):  # a broken file: trust a line that is only the comment
+        return any(_SKIP_FILE_COMMENT.fullmatch(line.strip()) for line in _LINE_BREAK.split(text))
 
 
 def lint_source(
@@ -76,8 +95,17 @@ def lint_source(
     config = config or Config()
     if not needs_parse(text):
         return FileResult()
-    with _collector_paused():
-        return _lint(text, path, config, noqa)
+    verdict = _python_verdict(text)
+    if verdict.fatal:
+        result = FileResult()
+        if config.is_enabled("DEV000", path):
+            result.diagnostics.append(verdict.diagnostic(path))
+        return result
+    try:
+        with _collector_paused():
+            return run_deep(_lint, text, path, config, noqa, verdict)
+    except (RecursionError, MemoryError) as err:
+        return FileResult(errors=[InternalError(path, f"the file is too deeply nested to check ({type(err).__name__})")])
 
 
 @contextmanager
@@ -98,38 +126,224 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _lint(text: str, path: str, config: Config, noqa: bool) -> FileResult:
+def _lint(text: str, path: str, config: Config, noqa: bool, verdict: _PythonVerdict) -> FileResult:
     result = FileResult()
-    try:
-        module = cst.parse_module(text)
-    except cst.ParserSyntaxError as err:
+    parsed = _libcst_parse(text, verdict)
+    if not isinstance(parsed, cst.Module):
         if config.is_enabled("DEV000", path):
-            result.diagnostics.append(_parse_error(text, path, err))
+            result.diagnostics.append(parsed.diagnostic(path))
         return result
-    except RecursionError:
-        result.errors.append(InternalError(path, "the file is nested too deeply to parse"))
-        return result
-    reports = _run_rules(module, path, config, result.errors)
+    reports = _run_rules(parsed, path, config, result.errors)
     if reports:
-        result.diagnostics = _to_diagnostics(reports, module, text, path)
+        result.diagnostics = _to_diagnostics(reports, parsed, text, path, verdict.tree)
         if noqa:
             result.diagnostics = _without_noqa(result.diagnostics, text)
     return result
 
 
-def _parse_error(text: str, path: str, err: cst.ParserSyntaxError) -> Diagnostic:
-    """DEV000 where Python itself places the error (libcst's position is often a line off)."""
+# -- parsing: Python's parser first, so that libcst never sees what crashes it -----------
+
+_DEEP_STACK_BYTES = 512 * 1024 * 1024  # reserved address space; only the pages used are memory
+_DEEP_RECURSION_LIMIT = 100_000  # about 5 KiB of that stack per level, where ~1 KiB is typical
+_MAX_NESTING = 200  # brackets: CPython's own limit (its tokenizer's MAXLEVEL), in every version
+_MAX_CONCATENATION = 2000  # libcst gives up past about 3000 implicitly concatenated strings
+_T = TypeVar("_T")
+_deep = threading.local()
+
+
+def run_deep(function: Callable[..., _T], *args: object) -> _T:
+    """Call `function` on a thread with a large stack and a high recursion limit.
+
+    libcst, the analysis and the rules recurse once per level of nesting: valid code such
+    as a 500-term sum or a 1000-long call chain exceeds Python's default limit of 1000
+    frames, and libcst's native parser overflows the C stack of a normal thread.
+    """
+    if getattr(_deep, "active", False):
+        return function(*args)
+    outcome: list = []
+
+    def target() -> None:
+        _deep.active = True
+        try:
+            outcome.append((True, function(*args)))
+        except BaseException as err:  # handed to the caller's thread
+            outcome.append((False, err))
+
+    with _raised_recursion_limit():
+        previous = threading.stack_size(_DEEP_STACK_BYTES)
+        try:
+            worker = threading.Thread(target=target, name="devlint-deep", daemon=True)
+            worker.start()
+        finally:
+            threading.stack_size(previous)
+        worker.join()
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
+_limit_lock = threading.Lock()
+_limit_users = 0
+_limit_before = 0
+
+
+@contextmanager
+def _raised_recursion_limit() -> Iterator[None]:
+    """The recursion limit is the interpreter's: raise it while any deep run is going on."""
+    global _limit_users, _limit_before
+    with _limit_lock:
+        if _limit_users == 0:
+            _limit_before = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(_limit_before, _DEEP_RECURSION_LIMIT))
+        _limit_users += 1
     try:
-        ast.parse(text)
-    except SyntaxError as syntax:
-        line = syntax.lineno or 1
-        col = max((syntax.offset or 1) - 1, 0)
-        return Diagnostic(path, line, col, "DEV000", f"could not parse this file: {syntax.msg}", line, col)
-    except (ValueError, RecursionError, MemoryError):
+        yield
+    finally:
+        with _limit_lock:
+            _limit_users -= 1
+            if _limit_users == 0:
+                sys.setrecursionlimit(_limit_before)
+
+
+@dataclass(frozen=True)
+class _SyntaxProblem:
+    """Why a file is DEV000, where."""
+
+    line: int
+    col: int
+    message: str
+
+    def diagnostic(self, path: str) -> Diagnostic:
+        return Diagnostic(path, self.line, self.col, "DEV000", self.message, self.line, self.col)
+
+    @classmethod
+    def from_syntax_error(cls, error: SyntaxError) -> _SyntaxProblem:
+        line = error.lineno or 1
+        return cls(line, max((error.offset or 1) - 1, 0), f"could not parse this file: {error.msg}")
+
+
+@dataclass(frozen=True)
+class _PythonVerdict:
+    """What the running Python's own parser says of a file: its tree, or its error.
+
+    `fatal` is an error no Python version accepts (nesting beyond CPython's limits): such
+    a file never reaches libcst, whose parser can crash the process on it.
+    """
+
+    tree: ast.Module | None = None
+    error: SyntaxError | None = None
+    fatal: _SyntaxProblem | None = None
+
+    def diagnostic(self, path: str) -> Diagnostic:
+        assert self.fatal is not None
+        return self.fatal.diagnostic(path)
+
+
+def _python_verdict(text: str) -> _PythonVerdict:
+    """Parse with CPython, in the caller's thread and under its recursion limit: the limits
+    a script run by this Python meets."""
+    try:
+        return _PythonVerdict(tree=ast.parse(text))
+    except SyntaxError as err:
+        if "too many nested" in err.msg or _nesting_depth(text) > _MAX_NESTING:
+            return _PythonVerdict(error=err, fatal=_SyntaxProblem.from_syntax_error(err))
+        return _PythonVerdict(error=err)  # perhaps syntax newer than this Python: libcst decides
+    except (RecursionError, MemoryError):
+        return _PythonVerdict(fatal=_SyntaxProblem(1, 0, "could not parse this file: it is nested too deeply for Python to compile"))
+    except ValueError as err:  # NUL bytes
+        return _PythonVerdict(fatal=_SyntaxProblem(1, 0, f"could not parse this file: {err}"))
+
+
+def _nesting_depth(text: str) -> int:
+    """The deepest bracket nesting, counted on Python's tokens (strings and comments aside)."""
+    depth = deepest = 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.OP:
+                if token.string in "([{":
+                    depth += 1
+                    deepest = max(deepest, depth)
+                elif token.string in ")]}":
+                    depth -= 1
+    except (tokenize.TokenError, SyntaxError):
         pass
-    line, col = err.raw_line, max(err.raw_column, 0)
-    detail = err.message.split(": ", 2)[-1]
-    return Diagnostic(path, line, col, "DEV000", f"libcst cannot parse this file: {detail}", line, col)
+    return deepest
+
+
+def _libcst_parse(text: str, verdict: _PythonVerdict) -> cst.Module | _SyntaxProblem:
+    """libcst's tree of a file, or why the file is DEV000. Call it through `run_deep`."""
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as err:
+        if verdict.error is not None:
+            return _SyntaxProblem.from_syntax_error(verdict.error)  # Python places it better
+        module = _parse_shortened(text)
+        if module is None:
+            detail = err.message.split(": ", 2)[-1]
+            return _SyntaxProblem(err.raw_line, max(err.raw_column, 0), f"libcst cannot parse this file: {detail}")
+    if verdict.error is not None and not _newer_syntax(module, verdict.error):
+        return _SyntaxProblem.from_syntax_error(verdict.error)  # e.g. Python 2's `except X, e:`
+    return module
+
+
+def _parse_shortened(text: str) -> cst.Module | None:
+    """libcst's tree of a file Python accepts but libcst does not, because of an implicit
+    concatenation of more strings than libcst handles (a long literal table): the strings
+    past the limit are blanked, keeping every position, so the rest of the file is checked."""
+    lines = io.StringIO(text).readlines()
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    runs: list[list[tokenize.TokenInfo]] = [[]]
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.STRING:
+                runs[-1].append(token)
+            elif token.type not in (tokenize.NL, tokenize.COMMENT) and runs[-1]:
+                runs.append([])
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    if all(len(run) <= _MAX_CONCATENATION for run in runs):
+        return None
+    blanked = list(text)
+    for run in runs:
+        for token in run[_MAX_CONCATENATION:]:
+            start = starts[token.start[0] - 1] + token.start[1]
+            end = starts[token.end[0] - 1] + token.end[1]
+            blanked[start:end] = [c if c in "\r\n" else " " for c in text[start:end]]
+    try:
+        return cst.parse_module("".join(blanked))
+    except cst.ParserSyntaxError:
+        return None
+
+
+def _newer_syntax(module: cst.Module, error: SyntaxError) -> bool:
+    """Does libcst's tree show syntax newer than the running Python, explaining its error?"""
+    newer: list[type[cst.CSTNode]] = []
+    if sys.version_info < (3, 12):
+        if error.msg.startswith("f-string"):
+            return True  # PEP 701 f-strings (quotes and backslashes inside)
+        newer += [cst.TypeAlias, cst.TypeParameters]
+    if sys.version_info < (3, 14) and hasattr(cst, "TemplatedString"):
+        newer.append(cst.TemplatedString)
+    if not newer:
+        return False
+    finder = _NodeFinder(tuple(newer))
+    module.visit(finder)
+    return finder.found
+
+
+class _NodeFinder(cst.CSTVisitor):
+    def __init__(self, types: tuple[type[cst.CSTNode], ...]) -> None:
+        super().__init__()
+        self.types = types
+        self.found = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, self.types):
+            self.found = True
+        return not self.found
 
 
 def _run_rules(module: cst.Module, path: str, config: Config, errors: list[InternalError]) -> list[Report]:
@@ -177,8 +391,10 @@ def _walk(ctx: FileContext, path: str, config: Config, errors: list[InternalErro
     return [r for r in reports if r.code not in broken_codes]
 
 
-def _to_diagnostics(reports: list[Report], module: cst.Module, text: str, path: str) -> list[Diagnostic]:
-    positions = _positions(module, text, reports)
+def _to_diagnostics(
+    reports: list[Report], module: cst.Module, text: str, path: str, tree: ast.Module | None
+) -> list[Diagnostic]:
+    positions = _positions(module, text, reports, tree)
     index = LineIndex(text)
     seen: set[tuple] = set()
     diagnostics = []
@@ -201,7 +417,9 @@ def _to_diagnostics(reports: list[Report], module: cst.Module, text: str, path: 
     return diagnostics
 
 
-def _positions(module: cst.Module, text: str, reports: list[Report]) -> Mapping[cst.CSTNode, CodeRange]:
+def _positions(
+    module: cst.Module, text: str, reports: list[Report], tree: ast.Module | None
+) -> Mapping[cst.CSTNode, CodeRange]:
     """Positions of the nodes the reports name.
 
     libcst computes positions by generating the code of the whole module, which costs
@@ -211,7 +429,7 @@ def _positions(module: cst.Module, text: str, reports: list[Report]) -> Mapping[
     """
     wanted = _needed_nodes(reports, module)
     tops = list(dict.fromkeys(r.top for r in reports if r.top is not None))
-    starts = _statement_lines(module, text) if tops and "\r" not in text.replace("\r\n", "") else None
+    starts = _statement_lines(module, tree) if tops and tree is not None and "\r" not in text.replace("\r\n", "") else None
     if starts is not None:
         offsets = {id(stmt): i for i, stmt in enumerate(module.body)}
         chosen = {id(top) for top in tops}
@@ -256,13 +474,9 @@ def _needed_nodes(reports: list[Report], module: cst.Module) -> list[cst.CSTNode
     return nodes
 
 
-def _statement_lines(module: cst.Module, text: str) -> list[int] | None:
+def _statement_lines(module: cst.Module, tree: ast.Module) -> list[int] | None:
     """The line where each top-level statement's code starts, from `ast`; None if the two
     parsers disagree about the statements."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
     statements = tree.body
     lines = []
     position = 0
@@ -330,13 +544,13 @@ def fix_source(
 
 
 def _parse_problem(text: str) -> str | None:
+    """Why fixed text would not parse, judged as an input file is: a fix may keep syntax
+    newer than the running Python, which libcst parses."""
+    verdict = _python_verdict(text)
+    if verdict.fatal is not None:
+        return verdict.fatal.message
     try:
-        cst.parse_module(text)
-        ast.parse(text)
-    except cst.ParserSyntaxError as err:
-        return err.message
-    except SyntaxError as err:
-        return err.msg
-    except RecursionError:
+        parsed = run_deep(_libcst_parse, text, verdict)
+    except (RecursionError, MemoryError):
         return "too deeply nested"
-    return None
+    return None if isinstance(parsed, cst.Module) else parsed.message

@@ -20,17 +20,30 @@ class PathProblem(Exception):
     """A named path that cannot be checked (missing, unreadable)."""
 
 
-def expand(paths: list[str], config_for) -> Iterator[str]:
-    """Files to check, in a stable order. Named files are always checked; files found by
-    walking a directory skip git-ignored paths and the configured `exclude`."""
+def expand(
+    paths: list[str], config_for, *, force_exclude: bool = False, problems: list[str] | None = None
+) -> Iterator[str]:
+    """Files to check, in a stable order. Named files are checked unless `force_exclude`
+    (ruff's `--force-exclude`, for pre-commit, which names every file) applies `exclude` to
+    them too; files found by walking a directory skip git-ignored paths and `exclude`.
+
+    A named path that cannot be checked raises PathProblem, or, given a `problems` list,
+    is added to it and the other paths are still expanded (as ruff does)."""
     for path in paths:
         if os.path.isfile(path):
-            yield path
+            if not (force_exclude and is_force_excluded(path, config_for(path))):
+                yield path
             continue
+        problem = None
         if not os.path.exists(path):
-            raise PathProblem(f"{path}: no such file or directory")
-        if not os.path.isdir(path):
-            raise PathProblem(f"{path}: not a file or directory")
+            problem = f"{path}: no such file or directory"
+        elif not os.path.isdir(path):
+            problem = f"{path}: not a file or directory"
+        if problem is not None:
+            if problems is None:
+                raise PathProblem(problem)
+            problems.append(problem)
+            continue
         found = sorted(_walk(path))
         ignored = _git_ignored(path, found)
         for file in found:
@@ -40,6 +53,16 @@ def expand(paths: list[str], config_for) -> Iterator[str]:
             if config.is_excluded(file):
                 continue
             yield file
+
+
+def is_force_excluded(path: str, config: Config) -> bool:
+    """Would walking a directory skip `path` (the configured `exclude`, or a folder such as
+    `.venv` that is never walked)?"""
+    if config.is_excluded(path):
+        return True
+    relative = os.path.relpath(os.path.abspath(path), os.path.abspath(config.root))
+    parts = relative.split(os.sep)[:-1]
+    return not relative.startswith("..") and any(part in DEFAULT_EXCLUDES for part in parts)
 
 
 def _walk(root: str) -> Iterator[str]:

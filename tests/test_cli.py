@@ -6,6 +6,8 @@ import json
 import os
 import stat
 
+import pytest
+
 SAMPLE = """import torch
 
 x = torch.zeros(3).cuda()
@@ -180,3 +182,48 @@ def test_cache_hits_keep_results_and_edits_invalidate(tmp_path, run):
     run("devlint", "--cache-dir", str(cache), str(path))
     run("devlint", "--cache-dir", str(cache), "--fix", str(path))
     assert "to(device)" in path.read_text()
+
+
+def test_force_exclude_applies_exclude_to_named_files(tmp_path, run):
+    write(tmp_path, "pyproject.toml", '[tool.devlint]\nexclude = ["vendor/", "gen_*.py"]\n')
+    vendored = write(tmp_path, "vendor/lib.py", SAMPLE)
+    generated = write(tmp_path, "gen_model.py", SAMPLE)
+    own = write(tmp_path, "train.py", SAMPLE)
+    named = [str(vendored), str(generated), str(own)]
+    assert run("devlint", *named, cwd=tmp_path).stdout.count("DEV102") == 3  # named: checked, as before
+    result = run("devlint", "--force-exclude", *named, cwd=tmp_path, check=1)
+    assert result.stdout.count("DEV102") == 1 and "train.py" in result.stdout
+    run("devlint", "--fix", "--force-exclude", *named, cwd=tmp_path)
+    assert vendored.read_text() == SAMPLE and generated.read_text() == SAMPLE and SAMPLE != own.read_text()
+    piped = run("devlint", "--force-exclude", "--stdin-filename", "vendor/lib.py", "-", cwd=tmp_path, stdin=SAMPLE, check=0)
+    assert "DEV102" not in piped.stdout
+
+
+def test_a_missing_path_is_reported_and_the_rest_is_checked(tmp_path, run):
+    path = write(tmp_path, "train.py", SAMPLE)
+    missing = tmp_path / "nope.py"
+    result = run("devlint", "--no-cache", str(missing), str(path), check=2)
+    assert f"devlint: error: {missing}: no such file or directory" in result.stderr
+    assert f"{path}:3:5: DEV102" in result.stdout and "All checks passed" not in result.stdout
+    clean = write(tmp_path, "clean.py", "import torch\n")
+    result = run("devlint", "--no-cache", str(missing), str(clean), check=2)
+    assert "All checks passed!" not in result.stdout  # not beside an exit-2 error
+    assert "1 error left the check incomplete" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "skipped"),
+    [
+        ("# devlint: skip-file\n", True),
+        ("#devlint:skip-file  # generated\n", True),
+        ('"""How to opt out:\n\n# devlint: skip-file\n"""\n', False),
+        ("s = '# devlint: skip-file'\n", False),
+        ("# devlint: skip-file-not\n", False),
+        ("# devlint: skip-files\n", False),
+    ],
+)
+def test_skip_file_only_as_a_comment_of_its_own(text, skipped):
+    from devlint.engine import lint_source
+
+    found = lint_source(text + SAMPLE, "t.py").diagnostics
+    assert (found == []) is skipped

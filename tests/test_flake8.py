@@ -56,7 +56,7 @@ def test_rules_flake8_would_discard_are_not_run(monkeypatch):
     register_default_options(manager)
     Plugin.add_options(manager)
     monkeypatch.setattr(Plugin, "_discarded", ())
-    monkeypatch.setattr(Plugin, "_configs", {})
+    monkeypatch.setattr(Plugin, "_resolver", None)
     options = manager.parse_args(["--select", "DEV1", "--ignore", "DEV102"])
     options.extended_default_ignore = manager.extended_default_ignore  # as flake8's aggregator does
     options.extended_default_select = manager.extended_default_select
@@ -64,4 +64,49 @@ def test_rules_flake8_would_discard_are_not_run(monkeypatch):
     assert "DEV102" in Plugin._discarded and "DEV201" in Plugin._discarded and "DEV401" in Plugin._discarded
     assert "DEV101" not in Plugin._discarded
     reported = [message.split()[0] for *_, message, _ in Plugin(None, "t.py", SOURCE.splitlines(True)).run()]
-    assert set(reported) == {"DEV101", "DEV104", "DEV106"}  # `# noqa` is flake8's to apply
+    assert set(reported) == {"DEV101", "DEV104", "DEV106"}
+
+
+NOQA_SPELLINGS = """import torch
+a = x.cuda()  #noqa
+b = x.cuda()  # noqa: dev102
+c = x.cuda()  # NOQA:DEV1
+d = x.cuda()  # noqa: dev101
+e = x.cuda()
+"""
+
+
+def test_noqa_spellings_are_read_alike_by_cli_and_flake8(tmp_path, run):
+    path = write(tmp_path, "spellings.py", NOQA_SPELLINGS)
+    cli = findings(run("devlint", "--no-cache", str(path)).stdout)
+    flake8 = findings(run("flake8", "--select", "DEV", str(path)).stdout)
+    assert cli == flake8 == [(5, 5, "DEV102"), (6, 5, "DEV102")]
+
+
+DEV4_SOURCE = """import torch
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+for step in range(10):
+    loss = torch.ones(3, device=device).sum()
+    print(loss.item())
+"""
+
+
+def test_select_dev_does_not_opt_in_to_dev4(tmp_path, run):
+    """DEV4 is opt-in: `--select DEV` (the README's example) keeps it off, as the CLI does."""
+    path = write(tmp_path, "loop.py", DEV4_SOURCE)
+    assert "DEV401" in run("devlint", "--no-cache", "--extend-select", "DEV4", str(path)).stdout
+    assert "DEV4" not in run("devlint", "--no-cache", str(path)).stdout
+    assert "DEV4" not in run("flake8", "--select", "DEV", str(path)).stdout
+    assert "DEV401" in run("flake8", "--select", "DEV4", str(path)).stdout
+    assert "DEV401" in run("flake8", "--extend-select", "DEV401", str(path)).stdout
+
+
+def test_a_broken_configuration_fails_flake8_as_it_fails_the_cli(tmp_path, run):
+    write(tmp_path, "pyproject.toml", '[tool.devlint]\nselect = ["DEV999"]\n')
+    path = write(tmp_path, "train.py", SOURCE)
+    cli = run("devlint", "--no-cache", str(path), cwd=tmp_path, check=2)
+    assert "'DEV999' names no devlint rule" in cli.stderr
+    flake8 = run("flake8", "--select", "DEV", str(path), cwd=tmp_path)
+    assert flake8.returncode == 1 and "'DEV999' names no devlint rule" in flake8.stdout + flake8.stderr
+    assert not findings(flake8.stdout)  # not checked with the defaults instead

@@ -323,6 +323,12 @@ def test_shutdown_and_exit(client):
     assert client.process.wait(timeout=TIMEOUT) == 0
 
 
+def test_exit_without_shutdown_is_status_1(client):
+    """The LSP specification: exit code 1 when `exit` comes without a `shutdown` first."""
+    client.notify("exit")
+    assert client.process.wait(timeout=TIMEOUT) == 1
+
+
 def test_the_cli_does_not_import_pygls():
     code = "import sys, devlint.cli, devlint.sarif; sys.exit('pygls' in sys.modules or 'lsprotocol' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], timeout=TIMEOUT).returncode == 0

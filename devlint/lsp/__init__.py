@@ -24,5 +24,4 @@ def main(argv: list[str]) -> int:
             raise
         print(f"devlint lsp needs pygls: pip install 'devlint[lsp]' ({err})", file=sys.stderr)
         return 2
-    serve()
-    return 0
+    return serve()

@@ -25,7 +25,7 @@ from pygls.uris import to_fs_path
 from devlint import __version__
 from devlint.config import Config, ConfigError, discover_config
 from devlint.diagnostics import RULES_URI, Diagnostic, Edit, level
-from devlint.engine import NOQA, fix_source, lint_source
+from devlint.engine import NOQA, FileResult, InternalError, fix_source, lint_source
 from devlint.positions import Document
 from devlint.rules import all_rules
 
@@ -50,6 +50,7 @@ class DevlintServer(LanguageServer):
         self.linted: dict[str, _Linted] = {}
         self._rules = {rule.code: rule for rule in all_rules()}
         self._config_problem: str | None = None
+        self.shut_down = False  # `shutdown` came before `exit`: the exit status is 0, else 1
 
     # -- linting -----------------------------------------------------------------------
 
@@ -60,7 +61,10 @@ class DevlintServer(LanguageServer):
         config = self._config_for(path)
         diagnostics: list[Diagnostic] = []
         if config is not None and not config.is_excluded(path):
-            result = lint_source(document.text, path, config)
+            try:
+                result = lint_source(document.text, path, config)
+            except Exception as err:  # one document's crash must not take the others' diagnostics
+                result = FileResult(errors=[InternalError(path, f"{type(err).__name__}: {err}")])
             diagnostics = result.diagnostics
             for error in result.errors:
                 self.window_log_message(types.LogMessageParams(type=types.MessageType.Error, message=str(error)))
@@ -293,8 +297,16 @@ def build_server() -> DevlintServer:
     def hover(ls: DevlintServer, params: types.HoverParams) -> types.Hover | None:
         return ls.hover(params)
 
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: DevlintServer, params: None) -> None:
+        ls.shut_down = True
+
     return server
 
 
-def serve() -> None:
-    build_server().start_io()
+def serve() -> int:
+    """Serve on stdio until `exit`; the exit status is 1 unless `shutdown` came first (the
+    LSP specification), and 1 too when the client went away without either."""
+    server = build_server()
+    server.start_io()
+    return 0 if server.shut_down else 1
