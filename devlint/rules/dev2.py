@@ -119,7 +119,7 @@ class MixedDevices(Rule):
         code, edits = device
         if origin.args:
             last = origin.args[-1]
-            return FixPlan.safe(InsertAfter(last.value, f", device={code}"), *edits)
+            return FixPlan.safe(InsertAfter(last, f", device={code}"), *edits)
         return FixPlan.safe(Replace(origin, f"{self.source_of(origin.func)}(device={code})"), *edits)
 
 

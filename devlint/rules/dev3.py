@@ -250,7 +250,7 @@ class LoadWithoutMapLocation(Rule):
         fix = None
         device = self.binding.device()
         if device is not None:
-            fix = FixPlan.safe(InsertAfter(node.args[-1].value, f", map_location={device.code}"), *device.edits)
+            fix = FixPlan.safe(InsertAfter(node.args[-1], f", map_location={device.code}"), *device.edits)
         self.report(node, message, fix)
 
     def _is_checkpoint(self, node: cst.Call) -> bool:
