@@ -5,14 +5,12 @@ from __future__ import annotations
 import argparse
 import difflib
 import io
-import json
 import multiprocessing
 import os
 import sys
 import tempfile
 import threading
 import time
-from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
@@ -21,6 +19,7 @@ from devlint.cache import Cache, default_cache_dir
 from devlint.config import Config, ConfigError, ConfigResolver
 from devlint.diagnostics import Diagnostic
 from devlint.files import expand, is_force_excluded
+from devlint.output import FORMATS, write_statistics
 from devlint.source import SourceDecodeError, SourceText, process_alive, remove_stale_temporaries, write_atomic
 
 _SUBCOMMANDS = ("check", "fix", "rules", "explain", "verify", "lsp")
@@ -49,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--select", help="rule codes or prefixes to enable, comma-separated (replaces the default)")
     parser.add_argument("--extend-select", help="rule codes or prefixes to enable in addition")
     parser.add_argument("--ignore", help="rule codes or prefixes to disable")
-    parser.add_argument("--output-format", choices=("text", "json", "sarif", "github"), default="text")
+    parser.add_argument("--output-format", choices=tuple(FORMATS), default="text")
     parser.add_argument("--output-file", help="write the report here instead of stdout")
     parser.add_argument("--statistics", action="store_true", help="print counts by rule")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even if findings remain")
@@ -257,7 +256,7 @@ def _process_path_unguarded(item: tuple[str, Config, str, bool, str | None]) -> 
             data = handle.read()
     except OSError as err:
         return FileOutcome(path, errors=[f"{path}: cannot read: {err.strerror}"])
-    if cache_dir is None:
+    if cache_dir is None or path.endswith(".ipynb"):  # the cache keeps no cells
         return _process(path, data, config, mode, unsafe, write=(mode == "fix"))
     cache = Cache(cache_dir)
     key = cache.key(data, path, config)
@@ -271,6 +270,8 @@ def _process_path_unguarded(item: tuple[str, Config, str, bool, str | None]) -> 
 
 
 def _process(path: str, data: bytes, config: Config, mode: str, unsafe: bool, *, write: bool) -> FileOutcome:
+    if path.endswith(".ipynb"):
+        return _process_notebook(path, data, config, mode, unsafe, write=write)
     from devlint.engine import fix_source, lint_source  # loads libcst: only on a cache miss
 
     outcome = FileOutcome(path)
@@ -313,12 +314,43 @@ def _process(path: str, data: bytes, config: Config, mode: str, unsafe: bool, *,
     return outcome
 
 
+def _process_notebook(path: str, data: bytes, config: Config, mode: str, unsafe: bool, *, write: bool) -> FileOutcome:
+    """A Jupyter notebook: its code cells checked as one program, findings placed in
+    their cells, fixes written into the changed cells' `source` only."""
+    from devlint.notebook import fix_notebook, lint_notebook
+
+    outcome = FileOutcome(path)
+    if mode == "check":
+        result = lint_notebook(data, path, config)
+        outcome.diagnostics = [d.flat() for d in result.diagnostics]
+        outcome.errors = [str(e) for e in result.errors]
+        return outcome
+    fixed = fix_notebook(data, path, config, unsafe=unsafe)
+    outcome.errors = [str(e) for e in _unique(fixed.errors)]
+    outcome.diagnostics = [d.flat() for d in fixed.remaining]
+    if not fixed.changed:
+        return outcome
+    outcome.fixed = len(fixed.applied)
+    if mode == "diff":
+        outcome.diff = fixed.diff(path)
+    elif write:
+        try:
+            write_atomic(path, fixed.output)
+        except OSError as err:
+            outcome.errors.append(f"{path}: cannot write the fixes: {err.strerror or err}; file left unchanged")
+            outcome.fixed = 0
+            outcome.diagnostics = [d.flat() for d in lint_notebook(data, path, config).diagnostics]
+    else:
+        outcome.diff = fixed.output.decode("utf-8")  # stdin: the fixed notebook goes to stdout
+    return outcome
+
+
 def _unique(errors: list) -> list:
     return list(dict.fromkeys(errors))
 
 
 def _report(args: argparse.Namespace, mode: str, outcomes: list[FileOutcome], problems: list[str]) -> int:
-    diagnostics = sorted(d for o in outcomes for d in o.diagnostics)
+    diagnostics = sorted((d for o in outcomes for d in o.diagnostics), key=lambda d: d.sort_key)
     fixed = sum(o.fixed for o in outcomes)
     machine = args.output_format != "text"
     out = io.StringIO()  # written out whole, so that a failed write leaves no partial report
@@ -329,10 +361,10 @@ def _report(args: argparse.Namespace, mode: str, outcomes: list[FileOutcome], pr
         for outcome in outcomes:
             out.write(outcome.diff)
     if not stdin_fix:
-        _print_findings(out, args, diagnostics)
+        FORMATS[args.output_format](out, diagnostics)
     if args.statistics:
         # in machine formats stdout carries the format alone
-        _print_statistics(sys.stderr if stdin_fix or machine else out, diagnostics)
+        write_statistics(sys.stderr if stdin_fix or machine else out, diagnostics)
     if not args.quiet and not machine and not stdin_fix:
         _print_summary(out, mode, diagnostics, fixed, outcomes, errors=len(problems))
     try:
@@ -393,43 +425,6 @@ def _discard_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
-
-
-def _github_property(value: str) -> str:
-    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A").replace(":", "%3A").replace(",", "%2C")
-
-
-def _print_findings(out, args: argparse.Namespace, diagnostics: list[Diagnostic]) -> None:
-    fmt = args.output_format
-    if fmt == "json":
-        json.dump([d.to_json() for d in diagnostics], out, indent=2)
-        out.write("\n")
-    elif fmt == "github":
-        for d in diagnostics:
-            message = f"{d.code} {d.message}".replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-            command = "error" if d.code == "DEV000" else "warning"
-            out.write(f"::{command} title={_github_property(f'devlint ({d.code})')},file={_github_property(d.path)},"
-                      f"line={d.line},col={d.col + 1},endLine={d.end_line},endColumn={d.end_col + 1}::{message}\n")  # fmt: skip
-    elif fmt == "sarif":
-        from devlint.sarif import to_sarif
-
-        json.dump(to_sarif(diagnostics), out, indent=2)
-        out.write("\n")
-    else:
-        for d in diagnostics:
-            marker = " [*]" if d.fix is not None else ""
-            out.write(f"{d.path}:{d.line}:{d.col + 1}: {d.code}{marker} {d.message}\n")
-
-
-def _print_statistics(out, diagnostics: list[Diagnostic]) -> None:
-    from devlint.rules import all_rules
-
-    names = {rule.code: rule.name for rule in all_rules()}
-    counts = Counter(d.code for d in diagnostics)
-    fixable = {d.code for d in diagnostics if d.fix is not None}
-    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
-        marker = "[*]" if code in fixable else "   "
-        out.write(f"{count:>6}  {code}  {marker} {names.get(code, '')}\n")
 
 
 def _plural(count: int, noun: str) -> str:

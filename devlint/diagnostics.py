@@ -36,13 +36,17 @@ class Edit:
     end_line: int
     end_col: int
     content: str
+    cell: int | None = field(compare=False, default=None)  # in a notebook: the cell the edit is in
 
     def to_json(self) -> dict:
-        return {
+        found = {
             "content": self.content,
             "location": {"row": self.start_line, "column": self.start_col + 1},
             "end_location": {"row": self.end_line, "column": self.end_col + 1},
         }
+        if self.cell is not None:
+            found["cell"] = self.cell
+        return found
 
 
 @dataclass(frozen=True)
@@ -70,10 +74,23 @@ class Diagnostic:
     end_line: int = field(compare=False, default=0)
     end_col: int = field(compare=False, default=0)
     fix: Fix | None = field(compare=False, default=None)
+    # in a notebook: the cell (numbered as ruff does, from 1 over all cells); lines and
+    # columns are then the cell's own
+    cell: int | None = field(compare=False, default=None)
 
     @property
     def fixable(self) -> bool:
         return self.fix is not None
+
+    @property
+    def sort_key(self) -> tuple:
+        return (self.path, self.cell or 0, self.line, self.col, self.code)
+
+    @property
+    def location(self) -> str:
+        """`path:line:col`, or `nb.ipynb:cell 3:2:5` in a notebook (1-based column)."""
+        cell = f"cell {self.cell}:" if self.cell is not None else ""
+        return f"{self.path}:{cell}{self.line}:{self.col + 1}"
 
     def to_json(self) -> dict:
         return {
@@ -85,4 +102,5 @@ class Diagnostic:
             "end_line": self.end_line,
             "end_col": self.end_col + 1,
             "fix": self.fix.to_json() if self.fix else None,
+            **({"cell": self.cell} if self.cell is not None else {}),
         }

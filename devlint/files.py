@@ -13,7 +13,7 @@ DEFAULT_EXCLUDES = frozenset(
      ".ruff_cache", ".svn", ".tox", ".venv", "__pypackages__", "__pycache__", "_build",
      "buck-out", "node_modules", "venv", ".devlint_cache"}
 )  # fmt: skip
-SUFFIXES = (".py", ".pyi")
+SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
 class PathProblem(Exception):

@@ -40,7 +40,7 @@ import difflib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from devlint.diagnostics import Diagnostic, Edit, Fix
@@ -620,6 +620,16 @@ class NotebookDiagnostic:
         d = self.diagnostic
         cell = f"cell {self.cell}:" if self.cell is not None else ""
         return f"{d.path}:{cell}{d.line}:{d.col + 1}"
+
+    def flat(self) -> Diagnostic:
+        """The finding as a Diagnostic that carries its cell (and each edit's), for the
+        surfaces that print diagnostics."""
+        d = self.diagnostic
+        fix = d.fix
+        if fix is not None:
+            edits = tuple(replace(e, cell=c) for e, c in zip(fix.edits, self.edit_cells))
+            fix = replace(fix, edits=edits)
+        return replace(d, cell=self.cell, fix=fix)
 
     def to_json(self) -> dict:
         """The CLI's JSON object for a finding, with ruff's `cell` key (on each edit too:

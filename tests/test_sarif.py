@@ -15,7 +15,7 @@ import pytest
 import devlint
 from devlint.diagnostics import Diagnostic
 from devlint.rules import all_rules
-from devlint.sarif import to_sarif
+from devlint.output.sarif import to_sarif
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
 

@@ -79,9 +79,12 @@ def main(argv: list[str]) -> int:
             return 2
     script = Path(args.script) if args.script else REFERENCE
     try:
-        original = read_source(script)
-        fixed_text, applied = _fixed(script, original, args.fixed)
-    except (OSError, SyntaxError, UnicodeDecodeError) as error:
+        if script.suffix == ".ipynb":
+            original, fixed_text, applied = _notebook(script, args.fixed)
+        else:
+            original = read_source(script)
+            fixed_text, applied = _fixed(script, original, args.fixed)
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError) as error:
         print(f"devlint verify: {error}", file=sys.stderr)
         return 2
     report = verify(
@@ -107,6 +110,22 @@ def read_source(path: Path) -> str:
     (what Python itself reads), UTF-8 otherwise."""
     with tokenize.open(path) as handle:
         return handle.read()
+
+
+def _notebook(script: Path, fixed_path: str | None) -> tuple[str, str, list[str]]:
+    """A notebook's code cells as a script (magics dropped), and the fixed notebook's."""
+    from devlint.notebook import fix_notebook, notebook_to_script
+
+    data = script.read_bytes()
+    original = notebook_to_script(data, str(script))
+    if fixed_path is not None:
+        fixed = Path(fixed_path)
+        if fixed.suffix == ".ipynb":
+            return original, notebook_to_script(fixed.read_bytes(), fixed_path), []
+        return original, read_source(fixed), []
+    result = fix_notebook(data, str(script))
+    applied = [f"{d.diagnostic.code} (cell {d.cell}, line {d.diagnostic.line})" for d in result.applied]
+    return original, notebook_to_script(result.output, str(script)), applied
 
 
 def _fixed(script: Path, original: str, fixed_path: str | None) -> tuple[str, list[str]]:

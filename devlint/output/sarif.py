@@ -38,8 +38,9 @@ def to_sarif(diagnostics: list[Diagnostic], root: str | None = None) -> dict:
     sources = _Sources(root)
     occurrences: Counter = Counter()
     results = []
-    for diagnostic in sorted(diagnostics):
-        lines = sources.lines(diagnostic.path)
+    for diagnostic in sorted(diagnostics, key=lambda d: d.sort_key):
+        # a notebook finding's lines are its cell's: the file's JSON text says nothing of them
+        lines = sources.lines(diagnostic.path) if diagnostic.cell is None else None
         result = {
             "ruleId": diagnostic.code,
             "level": level(diagnostic.code),
@@ -51,6 +52,8 @@ def to_sarif(diagnostics: list[Diagnostic], root: str | None = None) -> dict:
         }  # fmt: skip
         if diagnostic.code in rule_index:
             result["ruleIndex"] = rule_index[diagnostic.code]
+        if diagnostic.cell is not None:
+            result["properties"] = {"cell": diagnostic.cell}
         if lines is not None:
             result["partialFingerprints"] = {
                 "primaryLocationLineHash": _line_hash(diagnostic, lines, occurrences),
