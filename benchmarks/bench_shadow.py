@@ -21,7 +21,7 @@ import torch  # noqa: E402 -- after the path, so the checkout's devlint is used
 
 from devlint import fix_source  # noqa: E402
 from devlint.harness.recorder import DeviceCounts, recording  # noqa: E402
-from devlint.harness.shadow import shadow_accelerator  # noqa: E402
+from devlint.harness.machine import shadow_accelerator  # noqa: E402
 from devlint.harness.verify import REFERENCE  # noqa: E402
 
 

@@ -9,7 +9,7 @@ __all__ = ["shadow_accelerator"]
 
 def __getattr__(name: str):
     if name == "shadow_accelerator":
-        from devlint.harness.shadow import shadow_accelerator
+        from devlint.harness.machine import shadow_accelerator
 
         return shadow_accelerator
     raise AttributeError(f"module 'devlint.harness' has no attribute {name!r}")

@@ -25,7 +25,7 @@ def pytest_configure(config) -> None:
 @pytest.fixture
 def shadow_cuda(request):
     """The test body sees `device_count` CUDA devices; yields the run's DeviceCounts."""
-    from devlint.harness.shadow import shadow_accelerator
+    from devlint.harness.machine import shadow_accelerator
 
     marker = request.node.get_closest_marker("shadow_cuda")
     device_count = marker.kwargs.get("device_count", 1) if marker else 1
@@ -36,7 +36,7 @@ def shadow_cuda(request):
 @pytest.fixture
 def shadow_mps():
     """The test body sees an Apple GPU (`mps:0`) and no CUDA; yields the run's DeviceCounts."""
-    from devlint.harness.shadow import shadow_accelerator
+    from devlint.harness.machine import shadow_accelerator
 
     with shadow_accelerator("mps") as counts:
         yield counts

@@ -140,7 +140,7 @@ def run_job(job: dict) -> dict:
 
     from devlint.harness.recorder import DeviceCounts, recording
     from devlint.harness.randomness import cpu_randomness
-    from devlint.harness.shadow import shadow_accelerator
+    from devlint.harness.machine import shadow_accelerator
 
     _seed(job["seed"], torch)
     counts = DeviceCounts()

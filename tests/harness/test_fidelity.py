@@ -14,7 +14,7 @@ import torch
 import torch.nn as nn
 
 from devlint.harness.runner import _execute, _observables
-from devlint.harness.shadow import shadow_accelerator
+from devlint.harness.machine import shadow_accelerator
 
 FIDELITY = Path(__file__).resolve().parents[2] / "fixtures" / "harness" / "fidelity"
 ORIGINALS = sorted(path for path in FIDELITY.glob("*.py") if not path.name.endswith(".fixed.py"))

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from devlint.harness.runner import _execute
-from devlint.harness.shadow import shadow_accelerator
+from devlint.harness.machine import shadow_accelerator
 from devlint.harness.verify import RunSpec, run_program
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "harness"
