@@ -109,12 +109,15 @@ def workspace(tmp_path):
     return tmp_path
 
 
-def start(workspace: Path, encodings: list[str]) -> Client:
+def start(workspace: Path, encodings: list[str], notebooks: bool = False) -> Client:
     pytest.importorskip("pygls", reason="the language server needs pygls (pip install 'devlint[lsp]')")
     client = Client(workspace)
+    capabilities: dict = {"general": {"positionEncodings": encodings}}
+    if notebooks:  # as VS Code offers notebook sync
+        capabilities["notebookDocument"] = {"synchronization": {"dynamicRegistration": True}}
     result = client.request("initialize", {
         "processId": None, "rootUri": workspace.as_uri(),
-        "capabilities": {"general": {"positionEncodings": encodings}},
+        "capabilities": capabilities,
         "workspaceFolders": [{"uri": workspace.as_uri(), "name": "demo"}],
     })  # fmt: skip
     client.capabilities = result["capabilities"]

@@ -5,10 +5,18 @@
 - code actions: a quick fix per fixable finding (the finding's own edits), "Add
   `# noqa: CODE`" per finding, and "Fix all safe fixes" as `source.fixAll.devlint`
   (the engine's `fix_source`, as one edit of the whole document);
-- hover: the rule's documentation over a finding.
+- hover: the rule's documentation over a finding;
+- Jupyter notebooks (LSP 3.17 notebook sync): the code cells of an open notebook are
+  checked as one program (`devlint.notebook.Program`: a device bound in cell 1 serves a
+  fix in cell 5, IPython magics and `%%bash` cells are kept out of the parse); findings
+  are published on each cell's own URI, and a fix whose edits reach other cells (the
+  binding it inserts in cell 1) is one edit of those cells' documents. A cell a client
+  sends as a lone text document (no notebook sync) is checked on its own.
 
-The client sends the whole text on each change (full sync): the engine needs all of
-it anyway, and the text stays exactly what the client has.
+The client sends the whole text of a document on each change (full sync): the engine
+needs all of it anyway, and the text stays exactly what the client has. Cell changes
+inside notebook notifications may be ranges (VS Code sends them so), and are applied
+to the server's own copy of each cell.
 """
 
 from __future__ import annotations
@@ -21,17 +29,37 @@ from dataclasses import dataclass
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
+from pygls.workspace import TextDocument
 
 from devlint import __version__
 from devlint.config import Config, ConfigError, discover_config
 from devlint.diagnostics import RULES_URI, Diagnostic, Edit, level
 from devlint.engine import NOQA, FileResult, InternalError, fix_source, lint_source
+from devlint.notebook import NOTEBOOK_SUFFIX, Program, ProgramMismatch, _keep_cell_ending, cell_kind
 from devlint.positions import Document
 from devlint.rules import all_rules
 
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.devlint"
 _SOURCE = "devlint"
 _SEVERITY = {"error": types.DiagnosticSeverity.Error, "warning": types.DiagnosticSeverity.Warning}
+_CELL_SCHEME = "vscode-notebook-cell"
+NOTEBOOK_SYNC = types.NotebookDocumentSyncOptions(
+    notebook_selector=[
+        types.NotebookDocumentFilterWithCells(
+            notebook="jupyter-notebook", cells=[types.NotebookCellLanguage(language="python")]
+        )
+    ],
+    save=True,
+)
+
+
+@dataclass
+class _Cells:
+    """The cells of a notebook as they were linted together."""
+
+    program: Program
+    documents: dict[int, tuple[str, Document]]  # cell number (ruff's, from 1) -> its URI and text
+    diagnostics: list[Diagnostic]  # every cell's, with their `cell` and their edits' `cell` set
 
 
 @dataclass
@@ -42,12 +70,25 @@ class _Linted:
     path: str
     config: Config
     diagnostics: list[Diagnostic]
+    cells: _Cells | None = None  # for a notebook cell: the notebook it was linted in
+
+
+@dataclass
+class _Notebook:
+    """An open notebook as the client has it: its cells in order, and each cell's text."""
+
+    cells: list[types.NotebookCell]
+    texts: dict[str, TextDocument]
 
 
 class DevlintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("devlint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        super().__init__(
+            "devlint", __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Full, notebook_document_sync=NOTEBOOK_SYNC,
+        )  # fmt: skip
         self.linted: dict[str, _Linted] = {}
+        self.notebooks: dict[str, _Notebook] = {}
         self._rules = {rule.code: rule for rule in all_rules()}
         self._config_problem: str | None = None
         self.shut_down = False  # `shutdown` came before `exit`: the exit status is 0, else 1
@@ -57,22 +98,60 @@ class DevlintServer(LanguageServer):
     def lint(self, uri: str) -> None:
         text_document = self.workspace.get_text_document(uri)
         path = self._path_of(uri)
+        if uri.startswith(f"{_CELL_SCHEME}:"):  # a notebook cell sent on its own: a one-cell notebook
+            self._lint_cells(path, [(1, uri, text_document, True)])
+            return
         document = Document(text_document.source, self._encoding())
         config = self._config_for(path)
         diagnostics: list[Diagnostic] = []
+        # a notebook's JSON opened as text is never checked as Python (its cells are, by notebook sync)
+        if config is not None and not config.is_excluded(path) and not path.endswith(NOTEBOOK_SUFFIX):
+            diagnostics = self._lint_text(document.text, path, config)
+        self._publish(uri, text_document.version, _Linted(document, path, config or Config(), diagnostics))
+
+    def lint_notebook(self, notebook_uri: str) -> None:
+        notebook = self.notebooks[notebook_uri]
+        cells = [
+            (number, cell.document, notebook.texts[cell.document], cell.kind == types.NotebookCellKind.Code)
+            for number, cell in enumerate(notebook.cells, 1)
+            if cell.document in notebook.texts
+        ]
+        self._lint_cells(self._path_of(notebook_uri), cells)
+
+    def _lint_cells(self, path: str, cells: list[tuple[int, str, TextDocument, bool]]) -> None:
+        """Lint the code cells `(number, uri, text, is code)` as one program; publish each
+        cell's findings on its URI."""
+        encoding = self._encoding()
+        documents = {number: (uri, Document(text.source, encoding)) for number, uri, text, _ in cells}
+        program = Program.build([
+            (number - 1, text.source)
+            for number, _, text, code in cells
+            if code and text.language_id in (None, "python") and cell_kind(text.source) == "python"
+        ])  # fmt: skip
+        config = self._config_for(path)
+        placed: list[Diagnostic] = []
         if config is not None and not config.is_excluded(path):
-            try:
-                result = lint_source(document.text, path, config)
-            except Exception as err:  # one document's crash must not take the others' diagnostics
-                result = FileResult(errors=[InternalError(path, f"{type(err).__name__}: {err}")])
-            diagnostics = result.diagnostics
-            for error in result.errors:
-                self.window_log_message(types.LogMessageParams(type=types.MessageType.Error, message=str(error)))
-        self.linted[uri] = _Linted(document, path, config or Config(), diagnostics)
+            placed = [program.to_notebook(d).flat() for d in self._lint_text(program.text, path, config)]
+        notebook = _Cells(program, documents, placed)
+        for number, uri, text, _ in cells:
+            found = [d for d in placed if d.cell == number]
+            self._publish(uri, text.version, _Linted(documents[number][1], path, config or Config(), found, notebook))
+
+    def _lint_text(self, text: str, path: str, config: Config) -> list[Diagnostic]:
+        try:
+            result = lint_source(text, path, config)
+        except Exception as err:  # one document's crash must not take the others' diagnostics
+            result = FileResult(errors=[InternalError(path, f"{type(err).__name__}: {err}")])
+        for error in result.errors:
+            self.window_log_message(types.LogMessageParams(type=types.MessageType.Error, message=str(error)))
+        return result.diagnostics
+
+    def _publish(self, uri: str, version: int | None, linted: _Linted) -> None:
+        self.linted[uri] = linted
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(
-                uri=uri, version=text_document.version,
-                diagnostics=[self.to_lsp(d, document) for d in diagnostics],
+                uri=uri, version=version,
+                diagnostics=[self.to_lsp(d, linted.document) for d in linted.diagnostics],
             )  # fmt: skip
         )
 
@@ -80,10 +159,58 @@ class DevlintServer(LanguageServer):
         self.linted.pop(uri, None)
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
+    # -- notebooks ---------------------------------------------------------------------
+
+    def open_notebook(self, params: types.DidOpenNotebookDocumentParams) -> None:
+        notebook = params.notebook_document
+        texts = {item.uri: self._cell_text(item) for item in params.cell_text_documents}
+        self.notebooks[notebook.uri] = _Notebook(list(notebook.cells), texts)
+        self.lint_notebook(notebook.uri)
+
+    def change_notebook(self, params: types.DidChangeNotebookDocumentParams) -> None:
+        notebook = self.notebooks.get(params.notebook_document.uri)
+        changes = params.change.cells
+        if notebook is None or changes is None:
+            return
+        if changes.structure is not None:
+            array = changes.structure.array
+            notebook.cells[array.start : array.start + array.delete_count] = array.cells or []
+            for item in changes.structure.did_open or []:
+                notebook.texts[item.uri] = self._cell_text(item)
+            for gone in changes.structure.did_close or []:
+                notebook.texts.pop(gone.uri, None)
+                self.forget(gone.uri)
+        replaced = {cell.document: cell for cell in changes.data or []}
+        notebook.cells = [replaced.get(cell.document, cell) for cell in notebook.cells]
+        for content in changes.text_content or []:
+            text = notebook.texts.get(content.document.uri)
+            if text is None:
+                continue
+            for change in content.changes:
+                text.apply_change(change)
+            text.version = content.document.version
+        self.lint_notebook(params.notebook_document.uri)
+
+    def close_notebook(self, params: types.DidCloseNotebookDocumentParams) -> None:
+        notebook = self.notebooks.pop(params.notebook_document.uri, None)
+        for uri in [*(notebook.texts if notebook else ()), *(item.uri for item in params.cell_text_documents)]:
+            if uri in self.linted:
+                self.forget(uri)
+
+    def _cell_text(self, item: types.TextDocumentItem) -> TextDocument:
+        """The server's own copy of a cell, which takes changes as ranges or as whole texts."""
+        return TextDocument(
+            item.uri, item.text, item.version, item.language_id,
+            sync_kind=types.TextDocumentSyncKind.Incremental, position_codec=self.workspace.position_codec,
+        )  # fmt: skip
+
     def _encoding(self) -> str:
         return str(getattr(self.workspace.position_encoding, "value", self.workspace.position_encoding or "utf-16"))
 
     def _path_of(self, uri: str) -> str:
+        scheme, _, rest = uri.partition(":")
+        if scheme == _CELL_SCHEME and rest.startswith("/"):  # vscode-notebook-cell:/dir/nb.ipynb#W0sZ…
+            uri = "file:" + rest.partition("#")[0]
         path = to_fs_path(uri) if uri.startswith("file:") else None
         if path:
             return path
@@ -139,7 +266,7 @@ class DevlintServer(LanguageServer):
                             title=f"Add `# noqa: {diagnostic.code}`",
                             kind=types.CodeActionKind.QuickFix,
                             diagnostics=[lsp_diagnostic],
-                            edit=_workspace_edit(uri, linted.document, [noqa]),
+                            edit=_workspace_edit([(uri, linted.document, noqa)]),
                         )
                     )
         if _allowed(FIX_ALL, wanted):
@@ -157,22 +284,37 @@ class DevlintServer(LanguageServer):
             kind=types.CodeActionKind.QuickFix,
             diagnostics=[lsp_diagnostic],
             is_preferred=diagnostic.fix.is_safe,
-            edit=_workspace_edit(uri, linted.document, list(diagnostic.fix.edits)),
+            edit=_workspace_edit(_placed_edits(uri, linted, diagnostic)),
         )
 
     def _fix_all(self, uri: str, linted: _Linted) -> types.CodeAction | None:
+        if linted.cells is not None:
+            return self._fix_all_cells(linted.path, linted.config, linted.cells)
         if not any(d.fix is not None and d.fix.is_safe for d in linted.diagnostics):
             return None
         result = fix_source(linted.document.text, linted.path, linted.config)
         if not result.changed:
             return None
-        end_line, end_character = linted.document.end
-        whole = types.Range(types.Position(0, 0), types.Position(end_line, end_character))
-        return types.CodeAction(
-            title=f"devlint: fix all safe fixes ({len(result.applied)})",
-            kind=FIX_ALL,
-            edit=types.WorkspaceEdit(changes={uri: [types.TextEdit(range=whole, new_text=result.output)]}),
-        )
+        return _fix_all_action(len(result.applied), {uri: _replace_all(linted.document, result.output)})
+
+    def _fix_all_cells(self, path: str, config: Config, cells: _Cells) -> types.CodeAction | None:
+        """Fix all of a notebook: each cell the fixes change is replaced as a whole."""
+        if not any(d.fix is not None and d.fix.is_safe for d in cells.diagnostics):
+            return None
+        result = fix_source(cells.program.text, path, config)
+        if not result.changed:
+            return None
+        try:
+            _, sources = cells.program.refit(result.output)
+        except ProgramMismatch:
+            return None
+        changes = {}
+        for index, source in sources.items():
+            uri, document = cells.documents[index + 1]
+            fixed = _keep_cell_ending(document.text, source)
+            if fixed != document.text:
+                changes[uri] = _replace_all(document, fixed)
+        return _fix_all_action(len(result.applied), changes) if changes else None
 
     # -- hover -------------------------------------------------------------------------
 
@@ -227,16 +369,34 @@ def _allowed(kind: str, only: list[str] | None) -> bool:
     return not only or any(kind == wanted or kind.startswith(f"{wanted}.") for wanted in only)
 
 
-def _workspace_edit(uri: str, document: Document, edits: list[Edit]) -> types.WorkspaceEdit:
-    return types.WorkspaceEdit(
-        changes={
-            uri: [
-                types.TextEdit(
-                    range=_range(document, e.start_line, e.start_col, e.end_line, e.end_col), new_text=e.content
-                )
-                for e in edits
-            ]
-        }
+def _placed_edits(uri: str, linted: _Linted, diagnostic: Diagnostic) -> list[tuple[str, Document, Edit]]:
+    """The fix's edits with the document each is in: a notebook cell's fix may edit other
+    cells (the device binding it inserts in cell 1)."""
+    edits = diagnostic.fix.edits
+    if linted.cells is None:
+        return [(uri, linted.document, edit) for edit in edits]
+    return [(*linted.cells.documents[edit.cell], edit) for edit in edits]
+
+
+def _workspace_edit(edits: list[tuple[str, Document, Edit]]) -> types.WorkspaceEdit:
+    changes: dict[str, list[types.TextEdit]] = {}
+    for uri, document, e in edits:
+        where = _range(document, e.start_line, e.start_col, e.end_line, e.end_col)
+        changes.setdefault(uri, []).append(types.TextEdit(range=where, new_text=e.content))
+    return types.WorkspaceEdit(changes=changes)
+
+
+def _replace_all(document: Document, text: str) -> list[types.TextEdit]:
+    end_line, end_character = document.end
+    whole = types.Range(types.Position(0, 0), types.Position(end_line, end_character))
+    return [types.TextEdit(range=whole, new_text=text)]
+
+
+def _fix_all_action(applied: int, changes: dict[str, list[types.TextEdit]]) -> types.CodeAction:
+    return types.CodeAction(
+        title=f"devlint: fix all safe fixes ({applied})",
+        kind=FIX_ALL,
+        edit=types.WorkspaceEdit(changes=changes),
     )
 
 
@@ -281,6 +441,23 @@ def build_server() -> DevlintServer:
 
     for event in (types.TEXT_DOCUMENT_DID_OPEN, types.TEXT_DOCUMENT_DID_CHANGE, types.TEXT_DOCUMENT_DID_SAVE):
         server.feature(event)(relint)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def did_open_notebook(ls: DevlintServer, params: types.DidOpenNotebookDocumentParams) -> None:
+        ls.open_notebook(params)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def did_change_notebook(ls: DevlintServer, params: types.DidChangeNotebookDocumentParams) -> None:
+        ls.change_notebook(params)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def did_save_notebook(ls: DevlintServer, params: types.DidSaveNotebookDocumentParams) -> None:
+        if params.notebook_document.uri in ls.notebooks:
+            ls.lint_notebook(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def did_close_notebook(ls: DevlintServer, params: types.DidCloseNotebookDocumentParams) -> None:
+        ls.close_notebook(params)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: DevlintServer, params: types.DidCloseTextDocumentParams) -> None:
