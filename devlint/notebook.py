@@ -741,7 +741,7 @@ def fix_notebook(
     try:
         fixed_program, fixed_sources = program.refit(fixed.output)
         sources = {
-            index: _keep_cell_ending(notebook.cells[index].source, text)
+            index: keep_cell_ending(notebook.cells[index].source, text)
             for index, text in fixed_sources.items()
         }
         result.output = notebook.with_sources(sources)
@@ -759,7 +759,7 @@ def fix_notebook(
     return result
 
 
-def _keep_cell_ending(original: str, fixed: str) -> str:
+def keep_cell_ending(original: str, fixed: str) -> str:
     """The fixed text, ending as the original cell ended (line breaks a fix left at the
     end of a cell separate nothing in a notebook)."""
     if fixed == original:

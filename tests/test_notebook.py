@@ -249,12 +249,12 @@ def test_positions_count_every_cell_as_ruff_does() -> None:
     assert finding.cell == 4 and finding.location() == "nb.ipynb:cell 4:3:5"
     as_json = finding.to_json()
     assert (as_json["cell"], as_json["line"], as_json["col"], as_json["end_line"]) == (4, 3, 5, 3)
-    binding, move = sorted(as_json["fix"]["edits"], key=lambda e: e["cell"])
+    binding, *move = sorted(as_json["fix"]["edits"], key=lambda e: (e["cell"], e["location"]["column"]))
     # the binding goes after the import, at the end of cell 2 (which has no final line break)
     assert (binding["cell"], binding["location"]) == (2, {"row": 1, "column": 13})
     assert binding["content"].startswith("\n\ndevice = ") and not binding["content"].endswith("\n")
-    assert (move["cell"], move["location"]["row"], move["end_location"]["row"]) == (4, 3, 3)
-    assert move["content"].endswith(".to(device)")
+    # `.cuda()` -> `.to(device)` edits the attribute and the arguments, in cell 4
+    assert [(e["cell"], e["location"]["row"], e["content"]) for e in move] == [(4, 3, "to"), (4, 3, "device")]
 
 
 def test_the_boundary_after_a_cell_belongs_to_that_cell() -> None:

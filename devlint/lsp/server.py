@@ -35,7 +35,7 @@ from devlint import __version__
 from devlint.config import Config, ConfigError, discover_config
 from devlint.diagnostics import RULES_URI, Diagnostic, Edit, level
 from devlint.engine import NOQA, FileResult, InternalError, fix_source, lint_source
-from devlint.notebook import NOTEBOOK_SUFFIX, Program, ProgramMismatch, _keep_cell_ending, cell_kind
+from devlint.notebook import NOTEBOOK_SUFFIX, Program, ProgramMismatch, keep_cell_ending, cell_kind
 from devlint.positions import Document
 from devlint.rules import all_rules
 
@@ -311,7 +311,7 @@ class DevlintServer(LanguageServer):
         changes = {}
         for index, source in sources.items():
             uri, document = cells.documents[index + 1]
-            fixed = _keep_cell_ending(document.text, source)
+            fixed = keep_cell_ending(document.text, source)
             if fixed != document.text:
                 changes[uri] = _replace_all(document, fixed)
         return _fix_all_action(len(result.applied), changes) if changes else None
