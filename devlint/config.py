@@ -10,10 +10,11 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-DEFAULT_SELECT = ("DEV0", "DEV1", "DEV2", "DEV3")
+from devlint.codes import DEFAULT_SELECT, FAMILIES
+
 _CODE_PREFIX = re.compile(r"^DEV\d{0,3}$")
 # groups every build has: naming one needs no look-up (which would load the rules, and libcst)
-_KNOWN_GROUPS = frozenset({"DEV", "DEV0", "DEV1", "DEV2", "DEV3", "DEV4"})
+_KNOWN_GROUPS = frozenset({"DEV", *FAMILIES})
 _VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?$")
 
 

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from devlint import __version__
+from devlint.codes import OPT_IN
 from devlint.config import Config, ConfigResolver
 from devlint.engine import lint_source
 from devlint.rules import all_rules
@@ -40,7 +41,7 @@ class Plugin:
 
     @classmethod
     def add_options(cls, option_manager: Any) -> None:
-        option_manager.extend_default_ignore(["DEV4"])
+        option_manager.extend_default_ignore(sorted(OPT_IN))
 
     @classmethod
     def parse_options(cls, options: Any) -> None:

@@ -51,3 +51,15 @@ def test_use_instead_is_silent(rule: type) -> None:
     found = [f"{d.line - PREAMBLE.count(chr(10))}: {d.code} {d.message}"
              for d in check_source(code, "use_instead.py", config_for(rule))]
     assert not found, f"{rule.code}'s Use instead is reported:\n{code}\n" + "\n".join(found)
+
+
+def test_default_selection_is_the_rules_own() -> None:
+    """The families that run by default are the ones whose rules say `default`; one
+    source (devlint.codes) decides both, and the configuration's default selection."""
+    from devlint.codes import DEFAULT_SELECT, FAMILIES, OPT_IN
+
+    rules = all_rules()
+    assert {rule.code[:4] for rule in rules} <= set(FAMILIES)
+    assert {rule.code[:4] for rule in rules if rule.default} == set(DEFAULT_SELECT)
+    assert {rule.code[:4] for rule in rules if not rule.default} == set(OPT_IN)
+    assert Config().select == DEFAULT_SELECT

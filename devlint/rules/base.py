@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 
+from devlint.codes import is_default
 from devlint.fix.plan import FixPlan
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
     fixable: ClassVar[bool] = False
-    default: ClassVar[bool] = True  # False for opt-in families (DEV4)
+    default: ClassVar[bool] = True  # set from the rule's family (devlint.codes): False when opt-in
 
     def __init__(self, ctx: FileContext, binding: BindingService, reports: list[Report]) -> None:
         self.ctx = ctx
@@ -54,6 +55,7 @@ class Rule:
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if "code" in cls.__dict__:
+            cls.default = is_default(cls.code)
             if cls.code in REGISTRY:
                 raise ValueError(f"duplicate rule code {cls.code}")
             REGISTRY[cls.code] = cls

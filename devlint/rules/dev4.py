@@ -56,7 +56,6 @@ class SyncInLoop(Rule):
 
     code = "DEV401"
     name = "sync-in-loop"
-    default = False
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -110,7 +109,6 @@ class CreateThenMove(Rule):
     code = "DEV402"
     name = "create-then-move"
     fixable = True
-    default = False
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -176,7 +174,6 @@ class TransferInLoop(Rule):
 
     code = "DEV403"
     name = "transfer-in-loop"
-    default = False
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
