@@ -272,16 +272,13 @@ def _process_path_unguarded(item: tuple[str, Config, str, bool, str | None]) -> 
 def _process(path: str, data: bytes, config: Config, mode: str, unsafe: bool, *, write: bool) -> FileOutcome:
     if path.endswith(".ipynb"):
         return _process_notebook(path, data, config, mode, unsafe, write=write)
-    from devlint.engine import fix_source, lint_source  # loads libcst: only on a cache miss
+    from devlint.engine import fix_source, lint_source, unreadable  # loads libcst: only on a cache miss
 
     outcome = FileOutcome(path)
     try:
         source = SourceText.from_bytes(data)
     except SourceDecodeError as err:
-        outcome.diagnostics.append(Diagnostic(path, 1, 0, "DEV000", f"could not read this file: {err}", 1, 0))
-        return outcome
-    if "\0" in source.text:
-        outcome.diagnostics.append(Diagnostic(path, 1, 0, "DEV000", "could not parse this file: it contains NUL bytes", 1, 0))
+        outcome.diagnostics = unreadable(path, f"could not read this file: {err}", config)
         return outcome
     if mode == "check":
         result = lint_source(source.text, path, config)

@@ -29,10 +29,8 @@ from devlint.rules import all_rules
 from devlint.fix.plan import InsertLines, ReplaceSpan, ReplaceUpTo
 from devlint.rules.base import Report, Rule, visitors
 from devlint.source import LineIndex
+from devlint.suppression import skips_file, without_noqa
 
-_SKIP_FILE = re.compile(r"#\s*devlint:\s*skip-file(?![\w-])")
-_SKIP_FILE_COMMENT = re.compile(r"#\s*devlint:\s*skip-file\s*(?:#.*)?")
-NOQA = re.compile(r"#\s*noqa(?::\s?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 _MAX_FIX_ROUNDS = 10
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")  # libcst's line breaks; not str.splitlines' form feeds
 
@@ -73,26 +71,15 @@ class FixResult:
 
 def needs_parse(text: str) -> bool:
     """The prefilter: a file that mentions neither torch nor cuda has nothing to report."""
-    return ("torch" in text or "cuda" in text) and not _skips_file(text)
-
-
-def _skips_file(text: str) -> bool:
-    """Is there a `# devlint: skip-file` comment, a real one (not text in a string)?"""
-    if not _SKIP_FILE.search(text):
-        return False
-    try:
-        return any(
-            token.type == tokenize.COMMENT and _SKIP_FILE_COMMENT.fullmatch(token.string)
-            for token in tokenize.generate_tokens(io.StringIO(text).readline)
-        )
-    except (tokenize.TokenError, SyntaxError):  # a broken file: trust a line that is only the comment
-        return any(_SKIP_FILE_COMMENT.fullmatch(line.strip()) for line in _LINE_BREAK.split(text))
+    return ("torch" in text or "cuda" in text) and not skips_file(text)
 
 
 def lint_source(
     text: str, path: str = "<string>", config: Config | None = None, *, noqa: bool = True
 ) -> FileResult:
     config = config or Config()
+    if "\0" in text:
+        return FileResult(unreadable(path, "could not parse this file: it contains NUL bytes", config))
     if not needs_parse(text):
         return FileResult()
     verdict = _python_verdict(text)
@@ -137,7 +124,7 @@ def _lint(text: str, path: str, config: Config, noqa: bool, verdict: _PythonVerd
     if reports:
         result.diagnostics = _to_diagnostics(reports, parsed, text, path, verdict.tree)
         if noqa:
-            result.diagnostics = _without_noqa(result.diagnostics, text)
+            result.diagnostics = without_noqa(result.diagnostics, text)
     return result
 
 
@@ -489,19 +476,10 @@ def _statement_lines(module: cst.Module, tree: ast.Module) -> list[int] | None:
     return lines if position == len(statements) else None
 
 
-def _without_noqa(diagnostics: list[Diagnostic], text: str) -> list[Diagnostic]:
-    lines = _LINE_BREAK.split(text)
-    kept = []
-    for diagnostic in diagnostics:
-        line = lines[diagnostic.line - 1] if 0 < diagnostic.line <= len(lines) else ""
-        match = NOQA.search(line) if "noqa" in line.lower() else None
-        if match is None:
-            kept.append(diagnostic)
-            continue
-        codes = match.group("codes")
-        if codes and not any(diagnostic.code.startswith(c.upper()) for c in re.split(r"[,\s]+", codes) if c):
-            kept.append(diagnostic)
-    return kept
+def unreadable(path: str, message: str, config: Config) -> list[Diagnostic]:
+    """The DEV000 finding of a file devlint could not read or parse at all (bytes that
+    are not text in the file's encoding, NUL bytes), unless DEV000 is not selected."""
+    return [Diagnostic(path, 1, 0, "DEV000", message, 1, 0)] if config.is_enabled("DEV000", path) else []
 
 
 def check_source(text: str, path: str = "<string>", config: Config | None = None) -> list[Diagnostic]:

@@ -32,12 +32,13 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from devlint import __version__
-from devlint.config import Config, ConfigError, discover_config
+from devlint.config import Config, ConfigError, ConfigResolver
 from devlint.diagnostics import RULES_URI, Diagnostic, Edit, level
-from devlint.engine import NOQA, FileResult, InternalError, fix_source, lint_source
+from devlint.engine import FileResult, InternalError, fix_source, lint_source
 from devlint.notebook import NOTEBOOK_SUFFIX, Program, ProgramMismatch, keep_cell_ending, cell_kind
 from devlint.positions import Document
 from devlint.rules import all_rules
+from devlint.suppression import NOQA
 
 FIX_ALL = f"{types.CodeActionKind.SourceFixAll.value}.devlint"
 _SOURCE = "devlint"
@@ -220,7 +221,7 @@ class DevlintServer(LanguageServer):
     def _config_for(self, path: str) -> Config | None:
         """The settings for `path`, or None (and a message, once) if they are broken."""
         try:
-            config = discover_config(os.path.dirname(path))
+            config = ConfigResolver().for_path(path)  # afresh: pyproject.toml may have changed
         except ConfigError as err:
             problem = f"devlint: {err}"
             if problem != self._config_problem:
