@@ -169,17 +169,32 @@ def run_deep(function: Callable[..., _T], *args: object) -> _T:
             outcome.append((False, err))
 
     with _raised_recursion_limit():
-        previous = threading.stack_size(_DEEP_STACK_BYTES)
-        try:
-            worker = threading.Thread(target=target, name="devlint-deep", daemon=True)
-            worker.start()
-        finally:
-            threading.stack_size(previous)
-        worker.join()
+        worker = _start_with_large_stack(target)
+        if worker is not None:
+            worker.join()
+    if worker is None:  # a platform without large thread stacks: Python's own limits hold
+        return function(*args)
     ok, value = outcome[0]
     if not ok:
         raise value
     return value
+
+
+def _start_with_large_stack(target: Callable[[], None]) -> threading.Thread | None:
+    for size in (_DEEP_STACK_BYTES, _DEEP_STACK_BYTES // 8):
+        try:
+            previous = threading.stack_size(size)
+        except (ValueError, RuntimeError):
+            continue
+        try:
+            worker = threading.Thread(target=target, name="devlint-deep", daemon=True)
+            worker.start()
+            return worker
+        except RuntimeError:  # the address space for the stack was refused
+            continue
+        finally:
+            threading.stack_size(previous)
+    return None
 
 
 _limit_lock = threading.Lock()
