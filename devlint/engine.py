@@ -8,6 +8,8 @@ from __future__ import annotations
 import ast
 import gc
 import io
+import os
+import queue
 import re
 import sys
 import threading
@@ -143,31 +145,66 @@ def run_deep(function: Callable[..., _T], *args: object) -> _T:
 
     libcst, the analysis and the rules recurse once per level of nesting: valid code such
     as a 500-term sum or a 1000-long call chain exceeds Python's default limit of 1000
-    frames, and libcst's native parser overflows the C stack of a normal thread.
+    frames, and libcst's native parser overflows the C stack of a normal thread. The
+    thread is kept for the next file (starting one per file would cost more than a small
+    file's check).
     """
     if getattr(_deep, "active", False):
         return function(*args)
-    outcome: list = []
-
-    def target() -> None:
-        _deep.active = True
-        try:
-            outcome.append((True, function(*args)))
-        except BaseException as err:  # handed to the caller's thread
-            outcome.append((False, err))
-
-    with _raised_recursion_limit():
-        previous = threading.stack_size(_DEEP_STACK_BYTES)
-        try:
-            worker = threading.Thread(target=target, name="devlint-deep", daemon=True)
-            worker.start()
-        finally:
-            threading.stack_size(previous)
-        worker.join()
+    with _deep_lock:
+        jobs = _deep_jobs()
+        if jobs is None:  # a platform without large thread stacks: Python's own limits hold
+            return function(*args)
+        outcome: list = []
+        done = threading.Event()
+        with _raised_recursion_limit():
+            jobs.put((function, args, outcome, done))
+            done.wait()
     ok, value = outcome[0]
     if not ok:
         raise value
     return value
+
+
+_deep_lock = threading.Lock()  # one file at a time on the deep thread
+_deep_thread: tuple[int, threading.Thread, queue.SimpleQueue] | None = None  # (pid, thread, its jobs)
+
+
+def _deep_jobs() -> queue.SimpleQueue | None:
+    """The job queue of this process's deep thread, started on first use (and again in a
+    forked child, which has no threads but the one that forked)."""
+    global _deep_thread
+    if _deep_thread is not None and _deep_thread[0] == os.getpid() and _deep_thread[1].is_alive():
+        return _deep_thread[2]
+    jobs: queue.SimpleQueue = queue.SimpleQueue()
+    for size in (_DEEP_STACK_BYTES, _DEEP_STACK_BYTES // 8):
+        try:
+            previous = threading.stack_size(size)
+        except (ValueError, RuntimeError):
+            continue
+        try:
+            thread = threading.Thread(target=_serve_deep_jobs, args=(jobs,), name="devlint-deep", daemon=True)
+            thread.start()
+        except RuntimeError:  # the address space for the stack was refused
+            continue
+        finally:
+            threading.stack_size(previous)
+        _deep_thread = (os.getpid(), thread, jobs)
+        return jobs
+    return None
+
+
+def _serve_deep_jobs(jobs: queue.SimpleQueue) -> None:
+    _deep.active = True
+    while True:
+        function, args, outcome, done = jobs.get()
+        try:
+            outcome.append((True, function(*args)))
+        except BaseException as err:  # handed to the caller's thread
+            outcome.append((False, err))
+        finally:
+            del function, args
+            done.set()
 
 
 _limit_lock = threading.Lock()

@@ -218,11 +218,11 @@ def deep_expressions(draw) -> str:
         elif shape == "sum":
             expression = " + ".join([expression] + ["a"] * draw(st.integers(1, 400)))
         elif shape == "chain":
-            expression = "(" + expression + ")" + ".b()" * draw(st.integers(1, 300))
+            expression = "(" + expression + ")" + ".b()" * draw(st.integers(1, 150))
         elif shape == "ifexp":
-            expression = " if c else ".join([expression] * draw(st.integers(2, 200)))
+            expression = " if c else ".join([expression] + ["a"] * draw(st.integers(1, 300)))
         else:
-            expression = "(" + expression + ")" + ".b" * draw(st.integers(1, 300))
+            expression = "(" + expression + ")" + ".b" * draw(st.integers(1, 150))
     return expression
 
 
@@ -234,7 +234,7 @@ def _python_accepts(text: str) -> bool:
     return True
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 @given(deep_expressions())
 def test_deep_and_long_expressions_never_crash_or_lose_output(tmp_path_factory, expression: str) -> None:
     text = f"import torch\ny = {expression}\n"
