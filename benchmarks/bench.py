@@ -157,7 +157,8 @@ def main() -> int:
         "devlint cold / libcst parse": (lambda r: r["devlint cold"] / r["libcst parse"], "<= 1.3"),
         "devlint warm / cold": (lambda r: r["devlint warm"] / r["devlint cold"], "<= 0.05"),
         "flake8 plugin cost / parse": (
-            lambda r: (r["flake8 + devlint"] - r["flake8 alone"]) / r["libcst parse"], "<= 1.3 (with - without)"
+            lambda r: (r["flake8 + devlint"] - r["flake8 alone"]) / r["libcst parse"],
+            "<= 1.3 (with - without)",
         ),
         "  the same, timed inside flake8": (lambda r: r["devlint inside flake8"] / r["libcst parse"], "<= 1.3"),
     }

@@ -138,7 +138,9 @@ def main() -> None:
         median = statistics.median(r[top] / sum(r[b] for b in bottom) for r in rounds)
         return f"{of_best:.3f} (median of rounds {median:.3f})"
 
-    print(f"ratio check .ipynb / (check .py + read JSON): {ratio('check .ipynb', 'check .py', 'read JSON')}   goal: <= 1")
+    print(
+        f"ratio check .ipynb / (check .py + read JSON): {ratio('check .ipynb', 'check .py', 'read JSON')}   goal: <= 1"
+    )
     print(f"ratio check .ipynb / check .py:               {ratio('check .ipynb', 'check .py')}")
     print(f"ratio fix .ipynb / (fix .py + read JSON):     {ratio('fix .ipynb', 'fix .py', 'read JSON')}")
     print(f"notebook layer / check .py:                   {ratio('notebook layer', 'check .py')}")

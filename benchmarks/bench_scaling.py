@@ -70,11 +70,15 @@ def main(argv: list[str]) -> int:
         source = flat_module(size)
         parse.append(best_of(rounds, lambda: cst.parse_module(source)))
         check.append(best_of(rounds, lambda: lint_source(source, "flat.py")))
-        print(f"{size:>7} {parse[-1]:>8.2f} {check[-1]:>10.2f} {check[-1] / size * 1e6:>16.1f} "
-              f"{check[-1] - parse[-1]:>17.2f}")
-    print(f"exponent: devlint {exponent(sizes, check):.2f}, libcst parse {exponent(sizes, parse):.2f}, "
-          f"devlint beyond the parse {exponent(sizes, [max(c - p, 1e-3) for c, p in zip(check, parse)]):.2f}"
-          " (1.0 is linear; the goal is <= 1.15)")
+        print(
+            f"{size:>7} {parse[-1]:>8.2f} {check[-1]:>10.2f} {check[-1] / size * 1e6:>16.1f} "
+            f"{check[-1] - parse[-1]:>17.2f}"
+        )
+    print(
+        f"exponent: devlint {exponent(sizes, check):.2f}, libcst parse {exponent(sizes, parse):.2f}, "
+        f"devlint beyond the parse {exponent(sizes, [max(c - p, 1e-3) for c, p in zip(check, parse)]):.2f}"
+        " (1.0 is linear; the goal is <= 1.15)"
+    )
     return 0
 
 

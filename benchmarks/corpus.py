@@ -1,6 +1,6 @@
 """Real published code to measure and test against: wheels (and sdists) from PyPI, unpacked.
 
-    python benchmarks/corpus.py timm torchvision   # prints the folders
+python benchmarks/corpus.py timm torchvision   # prints the folders
 """
 
 from __future__ import annotations

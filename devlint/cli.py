@@ -294,8 +294,10 @@ def _process(path: str, data: bytes, config: Config, mode: str, unsafe: bool, *,
     if mode == "diff":
         outcome.diff = "".join(
             difflib.unified_diff(
-                source.text.splitlines(keepends=True), fixed.output.splitlines(keepends=True),
-                fromfile=path, tofile=path,
+                source.text.splitlines(keepends=True),
+                fixed.output.splitlines(keepends=True),
+                fromfile=path,
+                tofile=path,
             )  # fmt: skip
         )
     elif write:
@@ -432,7 +434,11 @@ def _print_summary(out, mode: str, diagnostics: list[Diagnostic], fixed: int, ou
     fixable = sum(1 for d in diagnostics if d.fix is not None and d.fix.is_safe)
     remaining = len(diagnostics)
     # with an error (printed on stderr) the check is incomplete: never "All checks passed!"
-    passed = "All checks passed!" if not errors else f"No problems found, but {_plural(errors, 'error')} left the check incomplete."
+    passed = (
+        "All checks passed!"
+        if not errors
+        else f"No problems found, but {_plural(errors, 'error')} left the check incomplete."
+    )
     if mode == "fix":
         if fixed or remaining:
             out.write(f"Found {_plural(fixed + remaining, 'problem')} ({fixed} fixed, {remaining} remaining).\n")

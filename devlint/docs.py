@@ -1,6 +1,6 @@
 """The README's rule table, generated from the rule docstrings.
 
-    python -m devlint.docs README.md    # rewrite the table between the markers
+python -m devlint.docs README.md    # rewrite the table between the markers
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ def rule_table() -> str:
     rows = ["| code | name | what it finds | fix | default |", "| --- | --- | --- | --- | --- |"]
     for rule in all_rules():
         summary = rule.summary().replace("|", "\\|")
-        fix = "safe" if rule.fixable and "Unsafe" not in rule.section("Fix safety")[:20] else (
-            "unsafe" if rule.fixable else "—"
+        fix = (
+            "safe"
+            if rule.fixable and "Unsafe" not in rule.section("Fix safety")[:20]
+            else ("unsafe" if rule.fixable else "—")
         )
         default = "yes" if rule.default else "opt-in"
         rows.append(f"| {rule.code} | {rule.name} | {summary} | {fix} | {default} |")

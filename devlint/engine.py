@@ -76,9 +76,7 @@ def needs_parse(text: str) -> bool:
     return ("torch" in text or "cuda" in text) and not skips_file(text)
 
 
-def lint_source(
-    text: str, path: str = "<string>", config: Config | None = None, *, noqa: bool = True
-) -> FileResult:
+def lint_source(text: str, path: str = "<string>", config: Config | None = None, *, noqa: bool = True) -> FileResult:
     config = config or Config()
     if "\0" in text:
         return FileResult(unreadable(path, "could not parse this file: it contains NUL bytes", config))
@@ -94,7 +92,9 @@ def lint_source(
         with _collector_paused():
             return run_deep(_lint, text, path, config, noqa, verdict)
     except (RecursionError, MemoryError) as err:
-        return FileResult(errors=[InternalError(path, f"the file is too deeply nested to check ({type(err).__name__})")])
+        return FileResult(
+            errors=[InternalError(path, f"the file is too deeply nested to check ({type(err).__name__})")]
+        )
 
 
 @contextmanager
@@ -274,7 +274,9 @@ def _python_verdict(text: str) -> _PythonVerdict:
             return _PythonVerdict(error=err, fatal=_SyntaxProblem.from_syntax_error(err))
         return _PythonVerdict(error=err)  # perhaps syntax newer than this Python: libcst decides
     except (RecursionError, MemoryError):
-        return _PythonVerdict(fatal=_SyntaxProblem(1, 0, "could not parse this file: it is nested too deeply for Python to compile"))
+        return _PythonVerdict(
+            fatal=_SyntaxProblem(1, 0, "could not parse this file: it is nested too deeply for Python to compile")
+        )
     except ValueError as err:  # NUL bytes
         return _PythonVerdict(fatal=_SyntaxProblem(1, 0, f"could not parse this file: {err}"))
 
@@ -433,8 +435,14 @@ def _to_diagnostics(
         seen.add(key)
         diagnostics.append(
             Diagnostic(
-                path, where.start.line, where.start.column, report.code, report.message,
-                where.end.line, where.end.column, fix,
+                path,
+                where.start.line,
+                where.start.column,
+                report.code,
+                report.message,
+                where.end.line,
+                where.end.column,
+                fix,
             )  # fmt: skip
         )
     diagnostics.sort()
@@ -453,7 +461,9 @@ def _positions(
     """
     wanted = _needed_nodes(reports, module)
     tops = list(dict.fromkeys(r.top for r in reports if r.top is not None))
-    starts = _statement_lines(module, tree) if tops and tree is not None and "\r" not in text.replace("\r\n", "") else None
+    starts = (
+        _statement_lines(module, tree) if tops and tree is not None and "\r" not in text.replace("\r\n", "") else None
+    )
     if starts is not None:
         offsets = {id(stmt): i for i, stmt in enumerate(module.body)}
         chosen = {id(top) for top in tops}
@@ -524,9 +534,7 @@ def check_source(text: str, path: str = "<string>", config: Config | None = None
     return lint_source(text, path, config).diagnostics
 
 
-def fix_source(
-    text: str, path: str = "<string>", config: Config | None = None, *, unsafe: bool = False
-) -> FixResult:
+def fix_source(text: str, path: str = "<string>", config: Config | None = None, *, unsafe: bool = False) -> FixResult:
     """Apply every safe fix (and unsafe ones with `unsafe=True`) until nothing changes."""
     result = FixResult(text, text)
     current = text

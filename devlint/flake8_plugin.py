@@ -53,7 +53,10 @@ class Plugin:
             discarded = tuple(code for code in codes if engine.decision_for(code) is not Decision.Selected)
         except (ImportError, AttributeError, TypeError):  # another flake8: compute everything
             discarded = ()
-        chosen = [c.upper() for c in [*(getattr(options, "select", None) or ()), *(getattr(options, "extend_select", None) or ())]]
+        chosen = [
+            c.upper()
+            for c in [*(getattr(options, "select", None) or ()), *(getattr(options, "extend_select", None) or ())]
+        ]
         opt_in = [rule.code for rule in all_rules() if not rule.default]
         opted_in = tuple(code for code in opt_in if any(len(c) >= _GROUP and code.startswith(c) for c in chosen))
         cls._noqa = not getattr(options, "disable_noqa", False)

@@ -74,7 +74,9 @@ AUTOMAGICS = frozenset(
     reset_selective run save sc set_env store sx system tb time timeit unalias unload_ext
     who who_ls whos xdel xmode""".split()
 )
-_ASSIGNMENT_OPERATORS = frozenset({"=", "+=", "-=", "*=", "/=", "//=", "%=", "**=", "&=", "|=", "^=", ">>=", "<<=", "@="})
+_ASSIGNMENT_OPERATORS = frozenset(
+    {"=", "+=", "-=", "*=", "/=", "//=", "%=", "**=", "&=", "|=", "^=", ">>=", "<<=", "@="}
+)
 
 _TARGET = r"[A-Za-z_][\w.]*(?:\[[^\]=\r\n]*\])?(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*"
 _MAGIC_ASSIGNMENT = re.compile(rf"(?P<indent>[ \t]*)(?P<target>{_TARGET})[ \t]*=[ \t]*[!%]")
@@ -256,7 +258,7 @@ def _mask_text(mask: tuple[str, str], placeholder: str) -> str:
 
 
 def cell_kind(source: str) -> str:
-    """"python", or "magic" for a cell magic whose body is not notebook Python."""
+    """ "python", or "magic" for a cell magic whose body is not notebook Python."""
     match = _CELL_MAGIC.match(source)
     if match is None:
         return "python"
@@ -422,7 +424,9 @@ class Program:
             if cell.synthetic_newline:
                 text = _FINAL_BREAK.sub("", text, count=1)
             sources[cell.index] = text
-            cells.append(ProgramCell(cell.index, text, line_number, len(lines), cell.synthetic_newline, last_length, cell.masks))
+            cells.append(
+                ProgramCell(cell.index, text, line_number, len(lines), cell.synthetic_newline, last_length, cell.masks)
+            )
             line_number += len(lines) + 1
         return Program(fixed, tuple(cells), self._salt, self._newline), sources
 
@@ -466,11 +470,15 @@ class Notebook:
         try:
             text = data[len(codecs.BOM_UTF8) if bom else 0 :].decode("utf-8")
         except UnicodeDecodeError as err:
-            raise NotebookError(f"not a Jupyter notebook: the file is not UTF-8 text ({err.reason} at byte {err.start})") from None
+            raise NotebookError(
+                f"not a Jupyter notebook: the file is not UTF-8 text ({err.reason} at byte {err.start})"
+            ) from None
         try:
             content = json.loads(text)
         except json.JSONDecodeError as err:
-            raise NotebookError(f"not a Jupyter notebook: the file is not valid JSON ({err.msg})", err.lineno, err.colno - 1) from None
+            raise NotebookError(
+                f"not a Jupyter notebook: the file is not valid JSON ({err.msg})", err.lineno, err.colno - 1
+            ) from None
         except RecursionError:
             raise NotebookError("not a Jupyter notebook: the JSON is nested too deeply") from None
         return cls(text, content, _cells_of(content), bom, path)
@@ -584,7 +592,9 @@ def _cells_of(content: object) -> tuple[Cell, ...]:
         elif isinstance(source, str):
             text, is_list = source, False
         else:
-            raise NotebookError(f"not a valid notebook: the `source` of {where} is neither a string nor a list of strings")
+            raise NotebookError(
+                f"not a valid notebook: the `source` of {where} is neither a string nor a list of strings"
+            )
         python = kind == "code" and python_notebook and _cell_language_is_python(raw) and cell_kind(text) == "python"
         cells.append(Cell(index, kind, text, is_list, python))
     return tuple(cells)
@@ -740,13 +750,12 @@ def fix_notebook(
         return result
     try:
         fixed_program, fixed_sources = program.refit(fixed.output)
-        sources = {
-            index: keep_cell_ending(notebook.cells[index].source, text)
-            for index, text in fixed_sources.items()
-        }
+        sources = {index: keep_cell_ending(notebook.cells[index].source, text) for index, text in fixed_sources.items()}
         result.output = notebook.with_sources(sources)
     except (ProgramMismatch, NotebookError) as err:
-        result.errors.append(InternalError(path, f"cannot write the fixes back into the notebook: {err}; file left unchanged"))
+        result.errors.append(
+            InternalError(path, f"cannot write the fixes back into the notebook: {err}; file left unchanged")
+        )
         result.remaining = _placed(program, fixed.remaining)
         return result
     result.applied = _placed(program, fixed.applied)

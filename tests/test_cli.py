@@ -58,7 +58,10 @@ def test_fix_rewrites_and_second_fix_is_noop(tmp_path, run):
     assert "1 fixed, 1 remaining" in result.stdout
     fixed = path.read_text()
     assert "x = torch.zeros(3).to(device)" in fixed
-    assert 'device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")' in fixed
+    assert (
+        'device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device("cpu")'
+        in fixed
+    )
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
     run("devlint", "fix", str(path), check=1)
     assert path.read_text() == fixed
@@ -195,7 +198,9 @@ def test_force_exclude_applies_exclude_to_named_files(tmp_path, run):
     assert result.stdout.count("DEV102") == 1 and "train.py" in result.stdout
     run("devlint", "--fix", "--force-exclude", *named, cwd=tmp_path)
     assert vendored.read_text() == SAMPLE and generated.read_text() == SAMPLE and SAMPLE != own.read_text()
-    piped = run("devlint", "--force-exclude", "--stdin-filename", "vendor/lib.py", "-", cwd=tmp_path, stdin=SAMPLE, check=0)
+    piped = run(
+        "devlint", "--force-exclude", "--stdin-filename", "vendor/lib.py", "-", cwd=tmp_path, stdin=SAMPLE, check=0
+    )
     assert "DEV102" not in piped.stdout
 
 

@@ -188,5 +188,3 @@ def test_linter_never_imports_torch():
 def test_deep_nesting_does_not_crash():
     text = "import torch\nx = " + "(" * 50 + "1" + ")" * 50 + "\n" + "y = " + " + ".join(["a"] * 3000) + "\n"
     lint_source(text, "deep.py")  # must not raise
-
-

@@ -13,7 +13,6 @@ import os
 import signal
 import stat
 import subprocess
-import sys
 import time
 
 import pytest
@@ -227,7 +226,7 @@ def test_the_cache_key_follows_devlint_s_own_source(tmp_path, monkeypatch, capsy
 
 @pytest.mark.parametrize(
     "entry",
-    ["[]", "{}", '[[1, 2]]', '{"format": 1, "key": "another", "diagnostics": []}', '{"format": 1, "diagnostics": "x"}'],
+    ["[]", "{}", "[[1, 2]]", '{"format": 1, "key": "another", "diagnostics": []}', '{"format": 1, "diagnostics": "x"}'],
 )
 def test_a_cache_entry_of_the_wrong_shape_is_a_miss(tmp_path, capsys, entry):
     path = write(tmp_path, "train.py", SNIPPET)

@@ -25,9 +25,7 @@ _CONFIG = re.compile(r"^#\s*config:\s*(?P<line>.+)$")
 
 
 def _inputs() -> list[Path]:
-    return sorted(
-        p for p in FIXTURES.glob("DEV*/*.py") if not p.name.endswith(".fixed.py")
-    )
+    return sorted(p for p in FIXTURES.glob("DEV*/*.py") if not p.name.endswith(".fixed.py"))
 
 
 def _config_for(path: Path, text: str):

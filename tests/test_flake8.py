@@ -33,7 +33,9 @@ def test_flake8_matches_cli(tmp_path, run):
 
 
 def test_flake8_stdin_like_an_editor(tmp_path, run):
-    result = run("flake8", "--select", "DEV", "--stdin-display-name", "editor/train.py", "-", stdin=SOURCE, cwd=tmp_path)
+    result = run(
+        "flake8", "--select", "DEV", "--stdin-display-name", "editor/train.py", "-", stdin=SOURCE, cwd=tmp_path
+    )
     lines = result.stdout.splitlines()
     assert lines and all(line.startswith("editor/train.py:") for line in lines)
     assert len(findings(result.stdout)) == 4

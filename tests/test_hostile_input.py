@@ -245,7 +245,9 @@ def test_deep_and_long_expressions_never_crash_or_lose_output(tmp_path_factory, 
     code = cli.main(["--no-cache", "--jobs", "1", "--output-format", "json", "--output-file", str(report), str(folder)])
     assert code == 1  # plain.py's finding, and no internal error
     found = json.loads(report.read_text())
-    assert {"path": str(folder / "plain.py"), "code": "DEV102"} in [{"path": f["path"], "code": f["code"]} for f in found]
+    assert {"path": str(folder / "plain.py"), "code": "DEV102"} in [
+        {"path": f["path"], "code": f["code"]} for f in found
+    ]
     deep = [f["code"] for f in found if f["path"].endswith("deep.py")]
     # DEV000 exactly when Python itself refuses the file
     assert ("DEV000" in deep) == (not _python_accepts(text)), deep

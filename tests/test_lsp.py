@@ -333,7 +333,9 @@ def test_exit_without_shutdown_is_status_1(client):
 
 
 def test_the_cli_does_not_import_pygls():
-    code = "import sys, devlint.cli, devlint.output.sarif; sys.exit('pygls' in sys.modules or 'lsprotocol' in sys.modules)"
+    code = (
+        "import sys, devlint.cli, devlint.output.sarif; sys.exit('pygls' in sys.modules or 'lsprotocol' in sys.modules)"
+    )
     assert subprocess.run([sys.executable, "-c", code], timeout=TIMEOUT).returncode == 0
 
 

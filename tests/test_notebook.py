@@ -33,7 +33,9 @@ _EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>DEV\d{3}(?:\s*,\s*DEV\d{3})*)")
 
 
 def _inputs() -> list[Path]:
-    return sorted(p for p in NOTEBOOKS.glob("*.ipynb") if not p.name.endswith(".fixed.ipynb") and p.name not in UNREADABLE)
+    return sorted(
+        p for p in NOTEBOOKS.glob("*.ipynb") if not p.name.endswith(".fixed.ipynb") and p.name not in UNREADABLE
+    )
 
 
 def _expected(data: bytes) -> list[tuple[int, int, str]]:
@@ -60,7 +62,9 @@ def test_findings_match_markers(path: Path) -> None:
     result = lint_notebook(data, str(path))
     assert not result.errors, result.errors
     actual = sorted((d.cell, d.diagnostic.line, d.diagnostic.code) for d in result.diagnostics)
-    assert actual == _expected(data), [f"{d.location()} {d.diagnostic.code} {d.diagnostic.message}" for d in result.diagnostics]
+    assert actual == _expected(data), [
+        f"{d.location()} {d.diagnostic.code} {d.diagnostic.message}" for d in result.diagnostics
+    ]
 
 
 @pytest.mark.parametrize("path", _inputs(), ids=lambda p: p.name)
@@ -221,7 +225,10 @@ def test_cell_magics_that_are_not_notebook_python_are_left_out() -> None:
         new_code_cell("%%capture out\nz = torch.zeros(1).cuda()"),
     ]
     result = lint_notebook(nbformat.writes(nb).encode(), "nb.ipynb")
-    assert [(d.cell, d.diagnostic.line, d.diagnostic.code) for d in result.diagnostics] == [(5, 3, "DEV102"), (6, 2, "DEV102")]
+    assert [(d.cell, d.diagnostic.line, d.diagnostic.code) for d in result.diagnostics] == [
+        (5, 3, "DEV102"),
+        (6, 2, "DEV102"),
+    ]
 
 
 def test_cells_in_another_language_are_skipped() -> None:
@@ -310,7 +317,9 @@ def test_a_binding_after_the_last_line_of_a_cell_goes_to_that_cell() -> None:
 def test_a_device_bound_in_cell_one_serves_cell_five() -> None:
     data = _notebook(
         'import torch\ndevice = torch.device("cuda" if torch.cuda.is_available() else "cpu")',
-        "a = 1", "b = 2", "c = 3",
+        "a = 1",
+        "b = 2",
+        "c = 3",
         "x = torch.zeros(1).cuda()",
     )
     fixed = fix_notebook(data, "nb.ipynb")
@@ -381,8 +390,11 @@ def _rich_notebook() -> nbformat.NotebookNode:
             outputs=[new_output("stream", name="stdout", text="été tensor(1.)\n")],
         ),
         new_code_cell("", execution_count=None),
-        new_code_cell("model = nn.Linear(3, 1).cuda()\nmodel(x)", execution_count=3,
-                      outputs=[new_output("execute_result", data={"text/plain": "tensor([[0.1]])"}, execution_count=3)]),
+        new_code_cell(
+            "model = nn.Linear(3, 1).cuda()\nmodel(x)",
+            execution_count=3,
+            outputs=[new_output("execute_result", data={"text/plain": "tensor([[0.1]])"}, execution_count=3)],
+        ),
     ]
     return nb
 
@@ -393,7 +405,9 @@ WRITERS = {
     "indent4-ascii": lambda nb: json.dumps(nb, indent=4, ensure_ascii=True) + "\n",
     "compact": lambda nb: json.dumps(nb, separators=(",", ":"), ensure_ascii=False),
     "default-dumps": lambda nb: json.dumps(nb),
-    "sorted-crlf": lambda nb: json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False).replace("\n", "\r\n") + "\r\n",
+    "sorted-crlf": lambda nb: (
+        json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False).replace("\n", "\r\n") + "\r\n"
+    ),
 }
 
 
@@ -476,7 +490,7 @@ def test_render_source_in_the_shape_of_the_old_value(original: str, value: str, 
 def test_source_spans_find_every_cell_whatever_the_json_holds() -> None:
     nb = _rich_notebook()
     nb.cells[2].outputs.append(new_output("display_data", data={"image/png": "iVBOR" * 200, "text/plain": '"[{]}"\\'}))
-    nb.metadata["weird \"key\""] = {"cells": [], "source": "not this one"}
+    nb.metadata['weird "key"'] = {"cells": [], "source": "not this one"}
     for text in (json.dumps(nb, indent=1), json.dumps(nb)):
         spans = source_spans(text)
         decoded = [json.loads(text[s.start : s.end]) for s in spans]

@@ -17,8 +17,9 @@ NOTEBOOKS = ROOT / "fixtures" / "notebooks"
 
 
 def devlint(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "devlint", "--no-cache", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "devlint", "--no-cache", *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.fixture
@@ -73,7 +74,12 @@ def test_a_broken_notebook_is_a_finding_and_is_never_written(project: Path) -> N
 
 def test_verify_runs_a_notebook(project: Path) -> None:
     pytest.importorskip("torch")
-    result = subprocess.run([sys.executable, "-m", "devlint", "verify", "train.ipynb"], cwd=project,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "devlint", "verify", "train.ipynb"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "PASS" in result.stdout and "fixed@shadow:mps" in result.stdout

@@ -23,7 +23,7 @@ if torch.cuda.is_available():
 
 # A training script written on and for a CUDA machine: the model, the batches and the
 # checkpoint it resumes from are all on "cuda".
-CUDA_SCRIPT = '''\
+CUDA_SCRIPT = """\
 import sys
 
 import torch
@@ -71,7 +71,7 @@ with torch.no_grad():
         correct += (model(x).argmax(1) == y).sum().item()
 print("accuracy", correct / len(features))
 print("first weight", model.hidden.weight[0, 0].item())
-'''
+"""
 
 # The same script as one would write it by hand for the CPU.
 CPU_SCRIPT = (
@@ -95,7 +95,7 @@ except RuntimeError as error:
 """
 
 # The article's story: a network built and never moved, called with a moved sample.
-STORY = '''\
+STORY = """\
 import torch
 import torch.nn as nn
 
@@ -114,10 +114,10 @@ network = Net()
 sample = torch.randn(1, 10)
 pred = network(sample.to("cuda"))
 print([round(v, 6) for v in pred[0].tolist()])
-'''
+"""
 
 # A loop that moves the model but not the batches (DEV302), dict batches included.
-BATCHES = '''\
+BATCHES = """\
 import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader
@@ -131,7 +131,7 @@ with torch.no_grad():
     for batch in loader:
         error = (model(batch["x"]).squeeze(1) - batch["y"]).abs().mean()
         print(round(error.item(), 6))
-'''
+"""
 
 UNDER_SHADOW = """
 import runpy, sys

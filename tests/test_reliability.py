@@ -65,7 +65,7 @@ def test_many_findings_in_one_file():
 def test_fixed_file_keeps_missing_trailing_newline(tmp_path, run):
     path = write(tmp_path, "a.py", SNIPPET.rstrip("\n"))
     run("devlint", "--fix", str(path))
-    assert path.read_text() .endswith("torch.zeros(3).to(device)")
+    assert path.read_text().endswith("torch.zeros(3).to(device)")
 
 
 # -- properties ----------------------------------------------------------------------
@@ -122,7 +122,9 @@ def programs(draw) -> str:
         lines = [line.replace("torch.", "th.") for line in lines]
     newline = draw(st.sampled_from(["\n", "\r\n"]))
     trailing = draw(st.booleans())
-    text = header + ("\n" if header and not header.endswith("\n") else "") + "\n".join(lines) + ("\n" if trailing else "")
+    text = (
+        header + ("\n" if header and not header.endswith("\n") else "") + "\n".join(lines) + ("\n" if trailing else "")
+    )
     return text.replace("\n", newline)
 
 

@@ -16,16 +16,22 @@ from devlint.config import Config
 from devlint.engine import check_source
 from devlint.rules import all_rules
 
-PREAMBLE = "import os\n\nimport numpy as np\nimport torch\nimport torch.nn as nn\nfrom torch.utils.data import DataLoader\n\n"
+PREAMBLE = (
+    "import os\n\nimport numpy as np\nimport torch\nimport torch.nn as nn\nfrom torch.utils.data import DataLoader\n\n"
+)
 _SETUP = re.compile(r"^(\s*)# setup: ?(.*)$", re.MULTILINE)
 
 
 def snippet(rule: type, heading: str) -> str:
     """The code under `## heading` (its indented lines; prose lines are not code)."""
     parts = re.split(r"^## (.+)$", rule.doc(), flags=re.MULTILINE)
-    section = next((body for title, body in zip(parts[1::2], parts[2::2])
-                    if title.strip().rstrip("?").lower() == heading.lower()), "")
-    code = textwrap.dedent("\n".join(line for line in section.splitlines() if line.startswith("    ") or not line.strip()))
+    section = next(
+        (body for title, body in zip(parts[1::2], parts[2::2]) if title.strip().rstrip("?").lower() == heading.lower()),
+        "",
+    )
+    code = textwrap.dedent(
+        "\n".join(line for line in section.splitlines() if line.startswith("    ") or not line.strip())
+    )
     return PREAMBLE + _SETUP.sub(r"\1\2", code.strip("\n")) + "\n"
 
 
@@ -48,8 +54,10 @@ def test_example_fires_the_rule(rule: type) -> None:
 def test_use_instead_is_silent(rule: type) -> None:
     code = snippet(rule, "Use instead")
     assert code.strip() != PREAMBLE.strip(), f"{rule.code} has no Use instead"
-    found = [f"{d.line - PREAMBLE.count(chr(10))}: {d.code} {d.message}"
-             for d in check_source(code, "use_instead.py", config_for(rule))]
+    found = [
+        f"{d.line - PREAMBLE.count(chr(10))}: {d.code} {d.message}"
+        for d in check_source(code, "use_instead.py", config_for(rule))
+    ]
     assert not found, f"{rule.code}'s Use instead is reported:\n{code}\n" + "\n".join(found)
 
 

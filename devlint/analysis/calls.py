@@ -162,12 +162,17 @@ class TorchCalls:
             # DataParallel(model) holds `model`, wherever that is
             wrapped = args[0] if args and node.args[0].keyword is None else UNKNOWN
             return wrapped if wrapped.is_module else UNKNOWN
-        if last[:1].isupper() and (qualified.count(".") == 2 or qualified.startswith("torch.nn.modules.")) \
-                and qualified.startswith("torch.nn."):
+        if (
+            last[:1].isupper()
+            and (qualified.count(".") == 2 or qualified.startswith("torch.nn.modules."))
+            and qualified.startswith("torch.nn.")
+        ):
             return self._layer(qualified, short, node, args, state)
         if any(qualified.startswith(p) for p in T.MODEL_FACTORIES):
             device = UNKNOWN_DEVICE if keyword_arg(node, "device_map") or keyword_arg(node, "device") else state.default
-            return AbstractValue(Kind.MODULE, device, None, node, Source.CONSTRUCTION, f"{short}(...)", holds_params=True)
+            return AbstractValue(
+                Kind.MODULE, device, None, node, Source.CONSTRUCTION, f"{short}(...)", holds_params=True
+            )
         if qualified in T.NON_TENSOR_FUNCTIONS or qualified.startswith(T.NOT_OP_NAMESPACES):
             return OTHER if qualified in T.NON_TENSOR_FUNCTIONS else UNKNOWN
         if qualified.startswith(T.OP_NAMESPACES) and last[:1].islower():

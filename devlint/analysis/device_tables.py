@@ -286,9 +286,7 @@ WEIGHTED_LOSSES = frozenset(
 )  # fmt: skip
 
 # Containers that hold whatever modules they are given.
-MODULE_CONTAINERS = frozenset(
-    {"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"}
-)
+MODULE_CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"})
 
 # Base classes that make a class an nn.Module (besides anything else under torch.nn).
 MODULE_BASES = frozenset(
@@ -308,9 +306,7 @@ MODULE_SELF_METHODS = frozenset(
 )  # fmt: skip
 MOVE_METHODS = frozenset({"to", "cuda", "cpu", "xpu", "mps", "npu", "to_empty"})
 
-DATALOADERS = frozenset(
-    {"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"}
-)
+DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 
 # Packages whose constructors build a model with parameters, on the CPU (unless given
 # a `device_map=`), and whose classes are modules.

@@ -193,10 +193,17 @@ class GuardOracle:
             bound = int_value(target.comparator)
             if bound is None:
                 return NOTHING_KNOWN
-            if (op is cst.GreaterThan and bound >= 0) or (op in (cst.GreaterThanEqual, cst.NotEqual) and bound >= 1) \
-                    or (op is cst.NotEqual and bound == 0):
+            if (
+                (op is cst.GreaterThan and bound >= 0)
+                or (op in (cst.GreaterThanEqual, cst.NotEqual) and bound >= 1)
+                or (op is cst.NotEqual and bound == 0)
+            ):
                 return count
-            if (op is cst.Equal and bound == 0) or (op is cst.LessThan and bound == 1) or (op is cst.LessThanEqual and bound == 0):
+            if (
+                (op is cst.Equal and bound == 0)
+                or (op is cst.LessThan and bound == 1)
+                or (op is cst.LessThanEqual and bound == 0)
+            ):
                 return count.negated
         return NOTHING_KNOWN
 

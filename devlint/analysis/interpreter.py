@@ -611,7 +611,9 @@ class ScopeEvaluator(TorchCalls):
         if receiver.kind in (Kind.TENSOR, Kind.BATCH):
             if attr == "device":
                 device = receiver.device if receiver.device.known else accel(f"{key or 'tensor'}.device")
-                return AbstractValue(Kind.DEVICE, device, origin=receiver.origin, source=receiver.source, how=receiver.how)
+                return AbstractValue(
+                    Kind.DEVICE, device, origin=receiver.origin, source=receiver.source, how=receiver.how
+                )
             if attr in T.TENSOR_ATTRS:
                 return replace(receiver, kind=Kind.TENSOR, is_parameter=False)
             if attr in T.NON_TENSOR_ATTRS:

@@ -129,9 +129,7 @@ class AbstractValue:
     @property
     def tensor_like(self) -> bool:
         """Good enough for an operand of arithmetic: a tensor, a batch, or a moved thing."""
-        return self.kind in (Kind.TENSOR, Kind.BATCH) or (
-            self.kind is Kind.UNKNOWN and self.device.known
-        )
+        return self.kind in (Kind.TENSOR, Kind.BATCH) or (self.kind is Kind.UNKNOWN and self.device.known)
 
     def on(self, device: Device, origin: cst.CSTNode | None, source: Source, how: str) -> AbstractValue:
         return replace(self, device=device, origin=origin, source=source, how=how)

@@ -100,8 +100,13 @@ def _device_literal(ctx: FileContext, node: cst.CSTNode) -> DeviceLiteral | None
         parent = ctx.parent(node)
         if type(parent) is cst.Arg and torch_device_call(ctx, ctx.parent(parent)) is not None:
             return None
-        text = node.value if type(node) is cst.SimpleString else node.start + "".join(
-            p.value if type(p) is cst.FormattedStringText else "{...}" for p in node.parts) + node.end
+        text = (
+            node.value
+            if type(node) is cst.SimpleString
+            else node.start
+            + "".join(p.value if type(p) is cst.FormattedStringText else "{...}" for p in node.parts)
+            + node.end
+        )
         kind, index = accelerator_type(literal), parse_index(literal)
     else:
         described = torch_device_call(ctx, node)

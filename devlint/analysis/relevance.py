@@ -91,7 +91,7 @@ class RelevanceGate:
         return names - owned
 
     def _assigned_shape(self, value: cst.BaseExpression | None, shadowed: frozenset[str]) -> str:
-        """"parameter" (`nn.Parameter(...)`), "none" (`None`), "unknown" (one of each
+        """ "parameter" (`nn.Parameter(...)`), "none" (`None`), "unknown" (one of each
         under `if ... else`: the kinds disagree), or "any"."""
         if type(value) is cst.Call:
             qualified = self.qualify(value.func, shadowed)
@@ -135,8 +135,9 @@ _LAYER_NAMES = frozenset(
     for name in (*T.PARAMETER_LAYERS, *T.PARAMETERLESS_LAYERS, *T.OPTIONAL_STATE_LAYERS, *T.MODULE_WRAPPERS,
                  *T.WEIGHTED_LOSSES, *T.MODULE_CONTAINERS)
 )  # fmt: skip
-_RELEVANT_IN_MODULES = _RELEVANT_NAMES - _LAYER_NAMES - {"Parameter", "register_parameter", "create_model",
-                                                          "from_pretrained"}
+_RELEVANT_IN_MODULES = (
+    _RELEVANT_NAMES - _LAYER_NAMES - {"Parameter", "register_parameter", "create_model", "from_pretrained"}
+)
 
 _TENSOR_SOURCE_NAMES = frozenset(
     {name.rsplit(".", 1)[-1] for name in (*T.FACTORIES, *T.DATA_FACTORIES, *T.LIKE_FACTORIES, *T.CPU_SOURCES,

@@ -375,8 +375,11 @@ class BindingService:
         for node in self.ctx.tree.walk(decision.body):
             if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "cuda":
                 return True
-            if type(node) is cst.Attribute and (self.ctx.qualify(node) or "").startswith("torch.cuda.") \
-                    and (self.ctx.qualify(node) or "").endswith("Tensor"):
+            if (
+                type(node) is cst.Attribute
+                and (self.ctx.qualify(node) or "").startswith("torch.cuda.")
+                and (self.ctx.qualify(node) or "").endswith("Tensor")
+            ):
                 return True
         return False
 
@@ -384,7 +387,8 @@ class BindingService:
         found = None
         for stmt in self.ctx.module.body:
             if type(stmt) is cst.SimpleStatementLine and any(
-                type(small) is cst.Assign and any(type(t.target) is cst.Name and t.target.value == name for t in small.targets)
+                type(small) is cst.Assign
+                and any(type(t.target) is cst.Name and t.target.value == name for t in small.targets)
                 for small in stmt.body
             ):
                 found = stmt
@@ -544,4 +548,3 @@ def _is_docstring(stmt: cst.CSTNode, body: tuple) -> bool:
         and type(stmt.body[0]) is cst.Expr
         and type(stmt.body[0].value) in (cst.SimpleString, cst.ConcatenatedString)
     )
-

@@ -78,7 +78,9 @@ class InsertLines:
     text: str
 
 
-NodeEdit = Replace | ReplaceUpTo | ReplaceSpan | InsertBefore | InsertAfter | InsertBeforeEnd | InsertLines | DeleteLines
+NodeEdit = (
+    Replace | ReplaceUpTo | ReplaceSpan | InsertBefore | InsertAfter | InsertBeforeEnd | InsertLines | DeleteLines
+)
 
 
 @dataclass(frozen=True)

@@ -379,8 +379,12 @@ def _init_process_group(original):
 
 
 def _data_parallel() -> dict:
-    comm = {"_scatter": _scatter, "_gather": _gather, "_broadcast_coalesced": _broadcast_coalesced,
-            "_broadcast": _broadcast}
+    comm = {
+        "_scatter": _scatter,
+        "_gather": _gather,
+        "_broadcast_coalesced": _broadcast_coalesced,
+        "_broadcast": _broadcast,
+    }
     return {
         **_parallel_functions(),
         torch._C: comm,
@@ -395,7 +399,6 @@ def _data_parallel() -> dict:
 
 
 # torch.save / torch.load keep the device a tensor was saved from --------------------------
-
 
 
 def _location_tag(original):
@@ -436,7 +439,9 @@ def _map_location(map_location, storage, location) -> str:
     if isinstance(map_location, dict):
         return map_location.get(location, location)
     if isinstance(map_location, (str, torch.device, int)):
-        return str(torch.device(map_location) if not isinstance(map_location, int) else core._backend.devices[map_location])
+        return str(
+            torch.device(map_location) if not isinstance(map_location, int) else core._backend.devices[map_location]
+        )
     try:
         result = map_location(storage, location)
     except (RuntimeError, AssertionError):
@@ -565,7 +570,9 @@ def shadow_accelerator(
                 delattr(namespace, name)
             else:
                 setattr(namespace, name, value)
-        (_state.device_count, _state.current, _state.counts, _state.default_index, core._backend, core._special) = previous
+        (_state.device_count, _state.current, _state.counts, _state.default_index, core._backend, core._special) = (
+            previous
+        )
 
 
 _MISSING = object()

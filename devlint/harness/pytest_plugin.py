@@ -17,9 +17,7 @@ import pytest
 
 
 def pytest_configure(config) -> None:
-    config.addinivalue_line(
-        "markers", "shadow_cuda(device_count=1): how many GPUs the shadow_cuda fixture simulates"
-    )
+    config.addinivalue_line("markers", "shadow_cuda(device_count=1): how many GPUs the shadow_cuda fixture simulates")
 
 
 @pytest.fixture

@@ -21,9 +21,16 @@ from torch.overrides import TorchFunctionMode
 _SYNC_TAGS = (torch.Tag.data_dependent_output, torch.Tag.dynamic_output_shape)
 _HOST_DATA_FACTORIES = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
 # Python entry points whose aten op carries no tag of its own.
-_SYNCING_METHODS = {"item": "_local_scalar_dense", "__bool__": "is_nonzero", "__float__": "_local_scalar_dense",
-                    "__int__": "_local_scalar_dense", "__index__": "_local_scalar_dense", "tolist": "_local_scalar_dense",
-                    "__getitem__": "index", "__setitem__": "index_put"}
+_SYNCING_METHODS = {
+    "item": "_local_scalar_dense",
+    "__bool__": "is_nonzero",
+    "__float__": "_local_scalar_dense",
+    "__int__": "_local_scalar_dense",
+    "__index__": "_local_scalar_dense",
+    "tolist": "_local_scalar_dense",
+    "__getitem__": "index",
+    "__setitem__": "index_put",
+}
 _syncs_by_function: dict = {}
 
 

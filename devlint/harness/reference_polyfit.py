@@ -22,7 +22,7 @@ d = torch.randn((), device=device, dtype=dtype)
 
 learning_rate = 1e-6
 for t in range(2000):
-    y_pred = a + b * x + c * x ** 2 + d * x ** 3
+    y_pred = a + b * x + c * x**2 + d * x**3
 
     loss = (y_pred - y).pow(2).sum().item()
     if t % 100 == 99:
@@ -31,8 +31,8 @@ for t in range(2000):
     grad_y_pred = 2.0 * (y_pred - y)
     grad_a = grad_y_pred.sum()
     grad_b = (grad_y_pred * x).sum()
-    grad_c = (grad_y_pred * x ** 2).sum()
-    grad_d = (grad_y_pred * x ** 3).sum()
+    grad_c = (grad_y_pred * x**2).sum()
+    grad_d = (grad_y_pred * x**3).sum()
 
     a -= learning_rate * grad_a
     b -= learning_rate * grad_b

@@ -32,7 +32,7 @@ _TAIL = 4000
 
 
 def shadow_kind(device: str) -> str | None:
-    """"cuda" for `shadow` and `shadow:cuda`, "mps" for `shadow:mps`...; None for real devices."""
+    """ "cuda" for `shadow` and `shadow:cuda`, "mps" for `shadow:mps`...; None for real devices."""
     if device == "shadow":
         return "cuda"
     return device.split(":", 1)[1] if device.startswith("shadow:") else None

@@ -272,9 +272,7 @@ class _Rule:
         self.pointwise = torch.Tag.pointwise in func.tags
         self.name = schema.name.split("::")[-1]
         self.arguments = [(arg.name, arg.kwarg_only) for arg in schema.arguments]
-        self.outputs = {
-            arg.name for arg in schema.arguments if arg.alias_info is not None and arg.alias_info.is_write
-        }
+        self.outputs = {arg.name for arg in schema.arguments if arg.alias_info is not None and arg.alias_info.is_write}
 
 
 _RULES: dict = {}
@@ -313,8 +311,7 @@ def _check_tensor_iterator(rule: _Rule, operands) -> None:
                 raise RuntimeError("Trying to pass too many CPU scalars to non-CPU kernel!")
             continue
         raise RuntimeError(
-            "Expected all tensors to be on the same device, but found at least two "
-            f"devices, {common} and {device}!"
+            f"Expected all tensors to be on the same device, but found at least two devices, {common} and {device}!"
         )
 
 

@@ -340,8 +340,14 @@ def verify(
                     source = original if spec.program == "original" else fixed
                     futures.append(
                         pool.submit(
-                            run_program, spec, source, path, seed=seed, shadow_devices=shadow_devices,
-                            workdir=workdir, timeout=timeout,
+                            run_program,
+                            spec,
+                            source,
+                            path,
+                            seed=seed,
+                            shadow_devices=shadow_devices,
+                            workdir=workdir,
+                            timeout=timeout,
                         )
                     )
                 runs = [future.result() for future in futures]

@@ -151,7 +151,8 @@ class DevlintServer(LanguageServer):
         self.linted[uri] = linted
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(
-                uri=uri, version=version,
+                uri=uri,
+                version=version,
                 diagnostics=[self.to_lsp(d, linted.document) for d in linted.diagnostics],
             )  # fmt: skip
         )
@@ -416,7 +417,7 @@ def _noqa_edit(document: Document, diagnostic: Diagnostic) -> Edit | None:
         end = len(text.rstrip())
         edit = Edit(diagnostic.line, end, diagnostic.line, len(text), f"  # noqa: {diagnostic.code}")
     lines = list(document.lines)
-    lines[diagnostic.line - 1] = text[:edit.start_col] + edit.content + text[edit.end_col:]
+    lines[diagnostic.line - 1] = text[: edit.start_col] + edit.content + text[edit.end_col :]
     return edit if _is_comment_on(lines, diagnostic.line) else None
 
 

@@ -496,8 +496,6 @@ def _device_strings(node: cst.BaseExpression, *, allow_many: bool) -> list[str]:
     return values  # type: ignore[return-value]
 
 
-
-
 class DeviceDefaultArgument(Rule):
     """
     ## What it does
@@ -535,4 +533,6 @@ class DeviceDefaultArgument(Rule):
     def _check(self, node: cst.BaseExpression) -> None:
         found = device_literal(self.ctx, node)
         if found is not None and found.position == "default" and not found.nested and not found.has_other_index:
-            self.report(node, f"parameter default {found.text} makes callers CUDA-only: default to None and pick at run time")
+            self.report(
+                node, f"parameter default {found.text} makes callers CUDA-only: default to None and pick at run time"
+            )

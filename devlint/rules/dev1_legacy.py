@@ -131,8 +131,12 @@ class LegacyTensorType(Rule):
         follows = self.binding.placement_flag()
         if type(test) is cst.Name and follows is not None and f" if {test.value} else " in follows[0]:
             return None
-        if on_cuda[0] and type(test) is cst.Call and self.binding.has_module_binding() \
-                and "cuda" in self.ctx.guards.when_true(test):
+        if (
+            on_cuda[0]
+            and type(test) is cst.Call
+            and self.binding.has_module_binding()
+            and "cuda" in self.ctx.guards.when_true(test)
+        ):
             return None  # `... if torch.cuda.is_available() else ...`: the file's own device says the same
         torch, _ = self.binding.torch()
         choice = ('"cuda" if {} else "cpu"' if on_cuda[0] else '"cpu" if {} else "cuda"').format(self.source_of(test))
@@ -197,7 +201,9 @@ class LegacyTensorType(Rule):
             if target is not None and not target[1]:
                 torch, edits = self.binding.torch()
                 fix = FixPlan.safe(Replace(node, f"{torch}.set_default_dtype({torch}.{target[0]})"), *edits)
-            self.report(node, "`set_default_tensor_type` is deprecated: use set_default_dtype / set_default_device", fix)
+            self.report(
+                node, "`set_default_tensor_type` is deprecated: use set_default_dtype / set_default_device", fix
+            )
 
     def _alias_device_of(self, arg: cst.BaseExpression) -> str | None:
         if type(arg) is cst.Name:
@@ -257,7 +263,9 @@ class LegacyTensorType(Rule):
                 return None
             extra += f", device={device.code}"
             edits = (*edits, *device.edits)
-        args = ", ".join(self.source_of(a.value) if not a.star else f"{a.star}{self.source_of(a.value)}" for a in node.args)
+        args = ", ".join(
+            self.source_of(a.value) if not a.star else f"{a.star}{self.source_of(a.value)}" for a in node.args
+        )
         if shape == "data":
             code = f"{torch}.tensor({args}, {extra})"
         else:
@@ -266,7 +274,7 @@ class LegacyTensorType(Rule):
 
 
 def _argument_shape(args) -> str | None:
-    """"data", "sizes", or None when one bare name leaves it ambiguous."""
+    """ "data", "sizes", or None when one bare name leaves it ambiguous."""
     if len(args) != 1:
         return "sizes"
     arg = args[0]
@@ -293,12 +301,16 @@ _AMP = {
     "torch.cuda.amp.autocast_mode.autocast": ("autocast", None, ("enabled", "dtype", "cache_enabled"), (1, 10)),
     "torch.cpu.amp.autocast": ("autocast", '"cpu"', ("enabled", "dtype", "cache_enabled"), (1, 10)),
     "torch.cuda.amp.GradScaler": (
-        "GradScaler", None,
-        ("init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled"), (2, 3),
+        "GradScaler",
+        None,
+        ("init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled"),
+        (2, 3),
     ),  # fmt: skip
     "torch.cuda.amp.grad_scaler.GradScaler": (
-        "GradScaler", None,
-        ("init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled"), (2, 3),
+        "GradScaler",
+        None,
+        ("init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled"),
+        (2, 3),
     ),  # fmt: skip
     "torch.cuda.amp.custom_fwd": ("custom_fwd", None, (), (2, 4)),
     "torch.cuda.amp.custom_bwd": ("custom_bwd", None, (), (2, 4)),
@@ -375,7 +387,7 @@ class DeprecatedCudaAmp(Rule):
         attribute, device_type, positional, minimum = entry
         message = f"`torch.cuda.amp.{attribute}` is deprecated: use `torch.amp.{attribute}` with the device type"
         if device_type == '"cpu"':
-            message = f"`torch.cpu.amp.{attribute}` is deprecated: use `torch.amp.{attribute}(\"cpu\")`"
+            message = f'`torch.cpu.amp.{attribute}` is deprecated: use `torch.amp.{attribute}("cpu")`'
         self.report(node, message, self._fix(node, entry, args, call))
 
     def _fix(self, node, entry, args: list[cst.Arg], call: cst.Call | None) -> FixPlan | None:

@@ -165,7 +165,11 @@ class DiscardedTo(Rule):
         target = dotted_name(receiver)
         fix = FixPlan.safe(InsertBefore(call, f"{target} = ")) if target is not None else None
         code = analysis.code(call)
-        self.report(call, f"`{code}` returns a moved copy that is thrown away; `{analysis.code(receiver, 40)}` stays where it is", fix)
+        self.report(
+            call,
+            f"`{code}` returns a moved copy that is thrown away; `{analysis.code(receiver, 40)}` stays where it is",
+            fix,
+        )
 
 
 class NumpyOnDevice(Rule):
@@ -438,7 +442,7 @@ class UnregisteredSubmodules(Rule):
         self.report(node, message, fix)
 
     def _held(self, value: cst.BaseExpression) -> str | None:
-        """"module" or "parameter" when every item `value` holds is one; None otherwise."""
+        """ "module" or "parameter" when every item `value` holds is one; None otherwise."""
         if type(value) in (cst.List, cst.Tuple):
             items = [e.value for e in value.elements if type(e) is not cst.StarredElement]
             if not items or len(items) != len(value.elements):
@@ -463,7 +467,11 @@ class UnregisteredSubmodules(Rule):
         if qualified in device_tables.PARAMETER_CLASSES:
             return "parameter"
         last = qualified.rsplit(".", 1)[-1]
-        if qualified.startswith("torch.nn.") and last[:1].isupper() and not qualified.startswith("torch.nn.functional."):
+        if (
+            qualified.startswith("torch.nn.")
+            and last[:1].isupper()
+            and not qualified.startswith("torch.nn.functional.")
+        ):
             return "module"
         name = dotted_name(item.func)
         analysis = DeviceAnalysis.of(self.ctx)

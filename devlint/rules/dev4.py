@@ -82,7 +82,9 @@ class SyncInLoop(Rule):
         if not _on_accelerator(value) or innermost_loop(self.ctx) is None:
             return
         name = analysis.code(tensor, 40)
-        self.report(node, f"{what} on `{name}` (on {value.device.in_words()}) waits for the accelerator on every iteration")
+        self.report(
+            node, f"{what} on `{name}` (on {value.device.in_words()}) waits for the accelerator on every iteration"
+        )
 
 
 class CreateThenMove(Rule):
@@ -244,7 +246,9 @@ def _changes_in(tree: Tree, loop: cst.For | cst.While, name: str) -> bool:
             method = node.func.attr.value
             if method.endswith("_") and not method.endswith("__") and dotted_name(node.func.value) == name:
                 return True
-            if any(a.keyword is not None and a.keyword.value == "out" and dotted_name(a.value) == name for a in node.args):
+            if any(
+                a.keyword is not None and a.keyword.value == "out" and dotted_name(a.value) == name for a in node.args
+            ):
                 return True
         if target is None:
             continue

@@ -292,7 +292,10 @@ def test_modules_move_in_place() -> None:
         ("x = torch.ones(3).to(device)\n    s = torch.tensor(0.0)\n    s += x.sum()", ["s += x.sum()"]),
         ("x = torch.ones(3).to(device)\n    x += torch.tensor(1.0)", []),
         ("x = torch.ones(3).to(device)\n    x.add_(torch.ones(3))", ["x.add_(torch.ones(3))"]),
-        ("x = torch.ones(3).to(device)\n    return torch.where(x > 0, x, torch.zeros(3))", ["torch.where(x > 0, x, torch.zeros(3))"]),
+        (
+            "x = torch.ones(3).to(device)\n    return torch.where(x > 0, x, torch.zeros(3))",
+            ["torch.where(x > 0, x, torch.zeros(3))"],
+        ),
         ("x = torch.ones(3).to(device)\n    return x @ torch.from_numpy(a)", ["x @ torch.from_numpy(a)"]),
         ("x = torch.ones(3).to(device)\n    return x * torch.from_numpy(a)", []),  # rank unknown
         ("x = torch.ones(3).to(device)\n    b = torch.empty(3)\n    b.copy_(x)", []),

@@ -6,7 +6,7 @@ import libcst as cst
 
 from devlint.analysis import tree
 
-EXOTIC = '''
+EXOTIC = """
 from __future__ import annotations
 import os.path as p, sys
 from . import (a as b, c)
@@ -53,7 +53,7 @@ def g(*, key=lambda q, *r, **s: q):
     x += 1; y: list[int]
     return await z if a else b, (yield), not a, a is not b, a not in b, a[...]
 type Alias[T] = list[T]
-'''
+"""
 
 
 def test_child_list_matches_the_generic_walk_on_every_syntax():

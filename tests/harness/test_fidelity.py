@@ -94,8 +94,11 @@ def test_rnn_hidden_state_on_another_device_fails(shadow_cuda):
     (aten/src/ATen/native/RNN.cpp, check_attributes)."""
     lstm = nn.LSTM(3, 4).cuda()
     hidden = (torch.zeros(1, 2, 4), torch.zeros(1, 2, 4))
-    with pytest.raises(RuntimeError, match="^Input and hidden tensors are not at the same device, found input "
-                       "tensor at cuda:0 and hidden tensor at cpu$"):
+    with pytest.raises(
+        RuntimeError,
+        match="^Input and hidden tensors are not at the same device, found input "
+        "tensor at cuda:0 and hidden tensor at cpu$",
+    ):
         lstm(torch.ones(5, 2, 3, device="cuda"), hidden)
 
 
@@ -221,8 +224,10 @@ def test_device_tensors_in_forked_dataloader_workers_fail(shadow_cuda):
     loader = torch.utils.data.DataLoader(_Rows(torch.arange(8.0, device="cuda")), batch_size=4, num_workers=2)
     with pytest.raises(RuntimeError, match="Caught RuntimeError in DataLoader worker process 0") as caught:
         list(loader)
-    assert "Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, " \
-           "you must use the 'spawn' start method" in str(caught.value)
+    assert (
+        "Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, "
+        "you must use the 'spawn' start method" in str(caught.value)
+    )
     del caught
     host_loader = torch.utils.data.DataLoader(_Rows(torch.arange(8.0)), batch_size=4, num_workers=2)
     assert [batch.cuda().tolist() for batch in host_loader] == [[0, 2, 4, 6], [8, 10, 12, 14]]

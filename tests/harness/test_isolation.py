@@ -23,8 +23,15 @@ def _run(tmp_path, source, device="cpu", timeout=120):
     script.write_text(source)
     workdir = tmp_path / "work"
     workdir.mkdir(exist_ok=True)
-    return run_program(RunSpec("original", device), source, str(script), seed=0, shadow_devices=1,
-                       workdir=str(workdir), timeout=timeout)
+    return run_program(
+        RunSpec("original", device),
+        source,
+        str(script),
+        seed=0,
+        shadow_devices=1,
+        workdir=str(workdir),
+        timeout=timeout,
+    )
 
 
 def test_a_program_that_never_ends_is_stopped_by_the_default_timeout(tmp_path):
@@ -83,17 +90,23 @@ def test_sigterm_kills_every_run_and_removes_the_temporary_folder(tmp_path):
     pids = tmp_path / "pids"
     pids.mkdir()
     script = tmp_path / "forever.py"
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import os, time
         open(os.path.join({str(pids)!r}, str(os.getpid())), "w").close()
         while True:
             time.sleep(0.1)
-    """))
+    """)
+    )
     temporary = tmp_path / "tmp"
     temporary.mkdir()
     env = dict(os.environ, TMPDIR=str(temporary), PYTHONPATH=str(ROOT))
-    verify = subprocess.Popen([sys.executable, "-m", "devlint.harness.cli", str(script), "--fixed", str(script),
-                               "--device", "cpu"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    verify = subprocess.Popen(
+        [sys.executable, "-m", "devlint.harness.cli", str(script), "--fixed", str(script), "--device", "cpu"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 120
     while len(list(pids.iterdir())) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -111,15 +124,24 @@ def _result(program, device, status="ok", observables=None, expected_to_fail=Fal
     import torch
 
     values = observables if observables is not None else {"<printed>": torch.tensor([1.0, 2.0])}
-    return RunResult(RunSpec(program, device, expected_to_fail), status, error=None if status == "ok" else "E: boom",
-                     observables=values if status == "ok" else {})
+    return RunResult(
+        RunSpec(program, device, expected_to_fail),
+        status,
+        error=None if status == "ok" else "E: boom",
+        observables=values if status == "ok" else {},
+    )
 
 
 def test_fixed_when_the_original_fails_on_its_accelerator_and_the_fixed_runs_agree():
     import torch
 
-    runs = [_result("original", "shadow", "error"), _result("fixed", "shadow"), _result("fixed", "shadow:mps"),
-            _result("fixed", "cpu"), _result("original", "cpu", "error", expected_to_fail=True)]
+    runs = [
+        _result("original", "shadow", "error"),
+        _result("fixed", "shadow"),
+        _result("fixed", "shadow:mps"),
+        _result("fixed", "cpu"),
+        _result("original", "cpu", "error", expected_to_fail=True),
+    ]
     verdict, reasons, baseline = judge(runs, 1e-5, 1e-6)
     assert verdict == "FIXED" and baseline == "fixed@shadow"
     assert reasons[0] == "the original program failed on shadow cuda: E: boom"

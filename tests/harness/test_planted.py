@@ -44,8 +44,13 @@ def test_planted_bug_is_caught_with_pytorchs_message(path):
 def test_a_planted_bug_fails_its_subprocess_run_with_the_message_and_line(tmp_path):
     path = FIXTURES / "bug_zeros_added.py"
     result = run_program(
-        RunSpec("original", "shadow"), path.read_text(), str(path), seed=0, shadow_devices=1,
-        workdir=str(tmp_path), timeout=120,
+        RunSpec("original", "shadow"),
+        path.read_text(),
+        str(path),
+        seed=0,
+        shadow_devices=1,
+        workdir=str(tmp_path),
+        timeout=120,
     )
     assert result.status == "error"
     assert result.error == expectation(path)[0]

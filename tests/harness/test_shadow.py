@@ -61,7 +61,9 @@ def test_cpu_indices_into_a_device_tensor_are_legal(shadow_cuda):
 def test_module_left_on_cpu(shadow_cuda):
     with pytest.raises(RuntimeError, match="but got mat1 is on cuda:0, different from other tensors on cpu"):
         torch.nn.Linear(3, 1)(torch.ones(2, 3, device="cuda"))
-    with pytest.raises(RuntimeError, match=r"Input type \(torch.cuda.FloatTensor\) and weight type \(torch.FloatTensor\)"):
+    with pytest.raises(
+        RuntimeError, match=r"Input type \(torch.cuda.FloatTensor\) and weight type \(torch.FloatTensor\)"
+    ):
         torch.nn.Conv2d(1, 1, 3)(torch.ones(1, 1, 5, 5, device="cuda"))
 
 

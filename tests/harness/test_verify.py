@@ -9,7 +9,7 @@ from devlint.harness.runner import printed_numbers
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "harness"
 
-GPU_STYLE_SCRIPT = '''
+GPU_STYLE_SCRIPT = """
 import torch
 import torch.nn as nn
 
@@ -39,7 +39,7 @@ restored = Net()
 restored.load_state_dict(torch.load(CHECKPOINT, map_location="cuda:0"))
 restored.cuda()
 accuracy = (restored(data).argmax(1) == labels).float().mean().item()
-'''
+"""
 
 
 def test_reference_passes_bit_for_bit_and_lands_near_the_optimum(tmp_path, capsys):
@@ -89,5 +89,5 @@ def test_usage_errors_exit_2(capsys):
 
 def test_printed_numbers_ignore_devices_and_dtypes():
     assert printed_numbers("tensor([1.5, -2.0], device='cuda:0', dtype=torch.float64) on cuda:1") == [1.5, -2.0]
-    assert printed_numbers("99 12.5 1e-06 nan") [:3] == [99.0, 12.5, 1e-06]
+    assert printed_numbers("99 12.5 1e-06 nan")[:3] == [99.0, 12.5, 1e-06]
     assert printed_numbers("tensor(3., grad_fn=<AddBackward0>)") == [3.0]
