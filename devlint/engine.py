@@ -23,6 +23,7 @@ import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 from devlint.analysis.context import FileContext
+from devlint.analysis.model import ANALYSIS_BUDGET
 from devlint.fix.binding import BindingService
 from devlint.config import Config
 from devlint.diagnostics import Diagnostic, Fix, Safety
@@ -413,6 +414,15 @@ def _walk(ctx: FileContext, path: str, config: Config, errors: list[InternalErro
             except Exception as err:  # one rule's crash must not stop the others
                 broken.add(rule)
                 errors.append(InternalError(path, f"{type(err).__name__}: {err}", rule.code))
+    analysis = ctx.device_analysis
+    if analysis is not None and analysis.model.exhausted:
+        errors.append(
+            InternalError(
+                path,
+                f"the device analysis stopped after {ANALYSIS_BUDGET:.0f} CPU seconds; "
+                "DEV2 and DEV3 findings in this file may be missing",
+            )
+        )
     broken_codes = {rule.code for rule in broken}  # a crashed rule's findings are incomplete
     return [r for r in reports if r.code not in broken_codes]
 

@@ -188,3 +188,18 @@ def test_linter_never_imports_torch():
 def test_deep_nesting_does_not_crash():
     text = "import torch\nx = " + "(" * 50 + "1" + ")" * 50 + "\n" + "y = " + " + ".join(["a"] * 3000) + "\n"
     lint_source(text, "deep.py")  # must not raise
+
+
+def test_a_file_that_outlasts_the_analysis_budget_says_so(monkeypatch) -> None:
+    """A huge generated module must not stall CI: past its budget the device analysis
+    stops, the rest stays unknown (no false findings), and the result says so."""
+    from devlint.analysis import model
+
+    monkeypatch.setattr(model, "ANALYSIS_BUDGET", -1.0)
+    lines = ["import torch", "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')"]
+    lines += [f"x{i} = torch.zeros(3) + torch.ones(3, device=device)" for i in range(600)]
+    result = lint_source("\n".join(lines) + "\n", "huge.py")
+    mixed = [d for d in result.diagnostics if d.code == "DEV201"]
+    assert len(mixed) < 600  # the analysis looks at the clock every 256 statements
+    assert any("device analysis stopped" in e.message for e in result.errors)
+    assert not lint_source("\n".join(lines[:3]) + "\n", "small.py").errors

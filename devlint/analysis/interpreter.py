@@ -235,9 +235,13 @@ class ScopeEvaluator(TorchCalls):
         return self.statements([body], state)  # SimpleStatementSuite
 
     def statements(self, stmts, state: State | None) -> State | None:
+        model = self.model
         for stmt in stmts:
             if state is None:
                 return None
+            model.ticks += 1
+            if model.ticks & 255 == 0 and model.out_of_time():
+                return None  # the file's budget is spent: what follows stays unknown
             state = self.statement(stmt, state)
         return state
 

@@ -5,6 +5,7 @@ classes, which are nn.Modules, what they register and own, and the summary of
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import libcst as cst
@@ -18,12 +19,20 @@ from devlint.analysis.interpreter import ScopeEvaluator, ScopeResult
 from devlint.analysis.relevance import RelevanceGate, _self_attributes_assigned
 
 
+# CPU seconds the device analysis may spend on one file before it stops (a generated
+# module of a million lines must not stall CI); what it did not reach stays unknown.
+ANALYSIS_BUDGET = 60.0
+
+
 class FileModel(RelevanceGate):
     """File-wide facts the scopes share, computed once."""
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self.imports = ctx.imports
+        self._started = time.process_time()
+        self.exhausted = False  # the budget ran out: some scopes were left unknown
+        self.ticks = 0  # statements interpreted, to look at the clock now and then
         self.classes: dict[str, cst.ClassDef] = {}
         self.class_of: dict[int, cst.ClassDef] = {}
         self.sets_default_device = False
@@ -77,10 +86,17 @@ class FileModel(RelevanceGate):
 
     # -- scopes ------------------------------------------------------------------------
 
+    def out_of_time(self) -> bool:
+        """Has this file's analysis used up its budget (ANALYSIS_BUDGET seconds)? Then
+        the scopes not yet interpreted are left unknown, and `exhausted` says so."""
+        if not self.exhausted and time.process_time() - self._started > ANALYSIS_BUDGET:
+            self.exhausted = True
+        return self.exhausted
+
     def scope(self, function: cst.FunctionDef | cst.Lambda, enclosing: list) -> ScopeResult:
         result = self._scopes.get(id(function))
         if result is None:
-            if self.is_relevant(function):
+            if self.is_relevant(function) and not self.out_of_time():
                 result = ScopeEvaluator(self, function, enclosing).run()
             else:
                 result = ScopeResult()  # every value unknown: nothing to report
