@@ -1,1 +1,1 @@
-"""What rules ask of a file: import aliases, scopes and guards, and (later) devices."""
+"""What rules ask of a file: import aliases, scopes, guards and the devices of its values."""
