@@ -166,7 +166,7 @@ def test_cuda_training_script_runs_on_the_cpu_after_fix(tmp_path: Path) -> None:
 
     _fix(script)
     fixed_text = script.read_text()
-    assert ".cuda()" not in fixed_text and "map_location=device" in fixed_text
+    assert ".cuda()" not in fixed_text and 'map_location="cpu"' in fixed_text
     fixed = _run(str(script), str(checkpoint), cwd=tmp_path)
     assert fixed.returncode == 0, fixed.stderr
 

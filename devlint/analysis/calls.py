@@ -62,7 +62,10 @@ class TorchCalls:
             if callee is not None and callee.is_module:
                 self.result.values[id(func)] = callee
                 return self._module_call(node, callee, args)
-            result = self._method_call(node, func.attr.value, receiver, func.value, args, state)
+            method = self.model.method(self.cls, func.attr.value) if self._is_self(func.value) and self.cls else None
+            result = self._call_function(node, method, args, bound=True) if method is not None else None
+            if result is None:
+                result = self._method_call(node, func.attr.value, receiver, func.value, args, state)
         else:
             result = self._plain_call(node, func, callee, args, state)
         if result == UNKNOWN:
@@ -83,7 +86,18 @@ class TorchCalls:
         if callee.is_module:
             return self._module_call(node, callee, args)
         name = func.value if type(func) is cst.Name else None
+        if name is not None and name in self.params and name not in state.env:
+            # a parameter called with an accelerator tensor: a caller's CPU model fails here
+            for arg, value in zip(node.args, args):
+                if arg.keyword is None and not arg.star and value.tensor_like and value.device.is_accel:
+                    self.result.param_calls.setdefault(name, Operand(arg.value, value))
+                    break
         if name is not None and name not in self.shadowed:
+            function = self.model.callee(name)
+            if function is not None:
+                result = self._call_function(node, function, args, bound=False)
+                if result is not None:
+                    return result
             local_class = self.model.classes.get(name)
             if local_class is not None:
                 if self.model.is_module_class(local_class):
@@ -99,10 +113,52 @@ class TorchCalls:
                 return args[0]
             if name in T.BUILTINS_OTHER and callee.kind is Kind.OTHER:
                 return OTHER
+        if name is not None and name in self.params and callee.kind is Kind.UNKNOWN:
+            # `net(data)` with a model handed in: its output may be where its input is
+            if any(may_be_accel(v) for a, v in zip(node.args, args) if a.keyword is None):
+                return AbstractValue(maybe_accel=True)
         return UNKNOWN
 
+    def _call_function(self, node: cst.Call, function: cst.FunctionDef, args: list[AbstractValue],
+                       *, bound: bool) -> AbstractValue | None:  # fmt: skip
+        """A call of a function (or `self.` method) of this file, through its summary:
+        what it returns, and the CPU models it is given where it calls them with
+        accelerator tensors. None when the function has no summary."""
+        summary = self.model.summary_of(function)
+        if summary is None:
+            return None
+        names = self.model.parameter_names(function, bound)
+        arguments: dict[str, tuple[cst.BaseExpression, AbstractValue]] = {}
+        for index, (arg, value) in enumerate(zip(node.args, args)):
+            if arg.star:
+                break
+            if arg.keyword is not None:
+                arguments[arg.keyword.value] = (arg.value, value)
+            elif index < len(names):
+                arguments[names[index]] = (arg.value, value)
+        for name, operand in summary.param_calls.items():
+            expr, value = arguments.get(name, (None, UNKNOWN))
+            if expr is not None and value.is_module and value.holds_params and value.device.is_cpu:
+                other = self.model.operand_at_call(function, operand, bound)
+                self._conflict(Conflict(node, Operand(expr, value), other, "module"))
+        values = {name: value for name, (_, value) in arguments.items()}
+        if summary.yields is not None:
+            self.generated[id(node)] = self.model.at_call(function, summary.yields, values, bound)
+            return OTHER  # a generator
+        if summary.returns is None:
+            return None
+        return self.model.at_call(function, summary.returns, values, bound)
+
     def _module_call(self, node: cst.Call, module: AbstractValue, args: list[AbstractValue]) -> AbstractValue:
-        tensors = [Operand(a.value, v) for a, v in zip(node.args, args) if v.tensor_like and a.keyword is None]
+        """A module called with tensors: against the module's own device when it holds
+        parameters, and against each other (positional, keyword, packed in tuples) when
+        it is a torch.nn layer, whose inputs must share one device."""
+        layer = module.layer
+        torch_layer = layer.startswith("torch.nn.") and layer not in T.MIXED_INPUT_LAYERS
+        tensors = self._call_operands(node, args, keywords=torch_layer or module.stateless, packed=torch_layer)
+        if layer == T.MOVES_INPUTS:
+            tensors = [o for o in tensors if not o.value.device.is_cpu]  # it moves CPU inputs itself
+        maybe = module.maybe_accel or any(o.value.maybe_accel for o in tensors)
         if module.holds_params and module.device.known:
             for operand in tensors:
                 if operand.value.zero_dim is not True and disagree(module.device, operand.value.device):
@@ -111,17 +167,42 @@ class TorchCalls:
                     self._conflict(Conflict(node, cpu, other, "module"))
                     break
             return AbstractValue(Kind.UNKNOWN, module.device, None, module.origin, module.source, module.how)
-        if module.stateless:
+        if layer in T.MIXED_INPUT_LAYERS:
+            pass
+        elif module.stateless:
             self._check_operands(node, tensors)  # a loss is an operation on its inputs
+        elif torch_layer and len(tensors) > 1:
+            self._check_operands(node, tensors, elementwise=False)  # `self.lstm(x, (h0, c0))`
         known = [o.value for o in tensors if o.value.device.known]
-        if known:
-            first = known[0]
+        if known and layer != T.MOVES_INPUTS:
+            deciding = [v for v in known if v.device.is_accel] or known
+            first = deciding[0]
             device = first.device
-            for value in known[1:]:
+            for value in deciding[1:]:
                 device = join_devices(device, value.device)
             origin = first.origin if device == first.device else None
             return AbstractValue(Kind.UNKNOWN, device, None, origin, first.source, first.how if origin else "")
-        return UNKNOWN
+        return AbstractValue(maybe_accel=True) if maybe else UNKNOWN
+
+    def _call_operands(
+        self, node: cst.Call, args: list[AbstractValue], *, keywords: bool, packed: bool
+    ) -> list[Operand]:
+        """The tensor arguments of a call: positional ones, keyword ones with `keywords`,
+        and the elements of tuple or list literals with `packed` (`(h0, c0)`)."""
+        operands = []
+        for arg, value in zip(node.args, args):
+            if arg.star or (arg.keyword is not None and not keywords):
+                continue
+            inner = arg.value
+            if packed and type(inner) in (cst.Tuple, cst.List):
+                for element in inner.elements:
+                    if type(element) is not cst.StarredElement:
+                        item = self.result.values.get(id(element.value), UNKNOWN)
+                        if item.tensor_like:
+                            operands.append(Operand(element.value, item))
+            elif value.tensor_like:
+                operands.append(Operand(inner, value))
+        return operands
 
     # -- torch.* -----------------------------------------------------------------------
 
@@ -159,9 +240,14 @@ class TorchCalls:
             return AbstractValue(Kind.DATALOADER, CPU, None, node, Source.CONSTRUCTION, "DataLoader(...)")
         last = qualified.rsplit(".", 1)[-1]
         if qualified in T.MODULE_WRAPPERS:
-            # DataParallel(model) holds `model`, wherever that is
+            # DataParallel(model) holds `model`, wherever that is, and moves its inputs
             wrapped = args[0] if args and node.args[0].keyword is None else UNKNOWN
-            return wrapped if wrapped.is_module else UNKNOWN
+            if not wrapped.is_module:
+                return UNKNOWN
+            moves = qualified in T.INPUT_MOVING_WRAPPERS or (
+                keyword_arg(node, "device_ids") is not None or len(positional_args(node)) > 1
+            )
+            return replace(wrapped, layer=T.MOVES_INPUTS) if moves else wrapped
         if (
             last[:1].isupper()
             and (qualified.count(".") == 2 or qualified.startswith("torch.nn.modules."))
@@ -199,7 +285,7 @@ class TorchCalls:
         else:
             device = state.default
         return AbstractValue(Kind.MODULE, device, None, node, Source.CONSTRUCTION, f"{short}(...)",
-                             holds_params=holds, stateless=stateless)  # fmt: skip
+                             holds_params=holds, stateless=stateless, layer=qualified)  # fmt: skip
 
     def _factory(self, qualified: str, short: str, node: cst.Call, args, state: State) -> AbstractValue:
         self._snapshot(node, state)
@@ -294,6 +380,8 @@ class TorchCalls:
             zero_dim = True
         elif last in ("cat", "concat", "concatenate", "stack") or last in T.ELEMENTWISE_METHODS:
             zero_dim = False if any(o.value.zero_dim is False for o in tensors) else None
+        elif last in T.SHAPE_KEEPING and positional and positional[0].value is tensors[0].expr:
+            zero_dim = tensors[0].value.zero_dim  # `torch.triu(torch.ones(n, n))` keeps its rank
         return self._result_on(tensors, zero_dim)
 
     def _result_on(self, tensors: list[Operand], zero_dim: bool | None) -> AbstractValue:
@@ -320,7 +408,14 @@ class TorchCalls:
         if name in T.MOVE_METHODS:
             return self._move(node, name, receiver, receiver_expr, state)
         kind = receiver.kind
-        if kind is Kind.TENSOR or (kind is Kind.UNKNOWN and receiver.device.known and name in T.TENSOR_METHODS):
+        if name in ("append", "extend", "insert") and kind in (Kind.OTHER, Kind.UNKNOWN) and not receiver.device.known:
+            # `losses.append(loss)`: the list now holds an accelerator tensor
+            if any(may_be_accel(v) or v.holds_accel for v in args) and dotted_name(receiver_expr) is not None:
+                self.bind(receiver_expr, replace(receiver, holds_accel=True), state)
+            return OTHER
+        if kind is Kind.TENSOR or (
+            kind is Kind.UNKNOWN and (receiver.device.known or receiver.maybe_accel) and name in T.TENSOR_METHODS
+        ):
             # a moved value, or a module's output, that is used like a tensor is one
             return self._tensor_method(node, name, replace(receiver, kind=Kind.TENSOR), receiver_expr, args)
         if kind is Kind.MODULE:
@@ -328,6 +423,11 @@ class TorchCalls:
                 return receiver
             if name == "forward":
                 return self._module_call(node, receiver, args)
+            # `model.features(x)`: a submodule or method computes where its inputs are
+            inputs = [v for a, v in zip(node.args, args) if a.keyword is None and v.tensor_like and v.device.is_accel]
+            if inputs and not receiver.device.is_cpu:
+                first = inputs[0]
+                return AbstractValue(Kind.UNKNOWN, first.device, None, first.origin, first.source, first.how)
             return UNKNOWN
         if kind is Kind.BATCH and name in ("float", "long", "half", "double", "int", "bool"):
             return replace(receiver, kind=Kind.TENSOR)
@@ -513,6 +613,13 @@ class TorchCalls:
     def _snapshot(self, node: cst.CSTNode, state: State) -> None:
         if not self.phase1 and id(node) not in self.result.snapshots:
             self.result.snapshots[id(node)] = (self.params, state.mark())
+
+
+def may_be_accel(value: AbstractValue) -> bool:
+    """A tensor (or a module's output) on an accelerator on every path, or on some."""
+    if value.kind in (Kind.MODULE, Kind.OTHER, Kind.DEVICE, Kind.DATALOADER):
+        return False
+    return (value.tensor_like and value.device.is_accel) or value.maybe_accel
 
 
 def is_true_arg(arg: cst.Arg | None) -> bool:

@@ -276,6 +276,17 @@ MODULE_WRAPPERS = frozenset(
     }
 )  # fmt: skip
 
+# Wrappers that scatter (move) their inputs to the devices they run on: a CPU batch is
+# fine. DistributedDataParallel does it when given `device_ids`.
+INPUT_MOVING_WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+                                   "torch.nn.parallel.data_parallel.DataParallel"})  # fmt: skip
+DDP_WRAPPERS = MODULE_WRAPPERS - INPUT_MOVING_WRAPPERS
+MOVES_INPUTS = "moves-inputs"  # the `layer` of a wrapper that moves its inputs
+
+# torch.nn modules whose tensor inputs need not share a device: CTCLoss takes its lengths
+# on the CPU.
+MIXED_INPUT_LAYERS = frozenset({"torch.nn.CTCLoss"})
+
 # torch.nn losses that hold a buffer when given `weight=` / `pos_weight=`.
 WEIGHTED_LOSSES = frozenset(
     "torch.nn." + name
@@ -337,6 +348,13 @@ TENSOR_USE_ATTRS = frozenset(
 )  # fmt: skip
 
 # Names that, passed as `.to(name)`, are devices rather than dtypes.
+# Attributes only tensors have (not modules, not NumPy arrays): a parameter that reads
+# one is a tensor.
+TENSOR_ONLY_ATTRS = frozenset(
+    {"size", "dim", "ndimension", "unsqueeze", "squeeze", "permute", "contiguous", "numel", "is_cuda", "detach",
+     "element_size", "new_zeros", "new_ones", "new_empty", "new_full"}
+)  # fmt: skip
+
 DEVICE_LIKE_NAMES = frozenset({"dev", "rank", "local_rank", "gpu", "gpu_id", "device_id"})
 
 # Builtins whose result is never a tensor, module or device.
@@ -358,6 +376,7 @@ SHAPE_KEEPING = frozenset(
         "square", "erf", "requires_grad_", "pin_memory", "fill_", "zero_", "normal_",
         "uniform_", "copy_", "softmax", "log_softmax", "cumsum", "nan_to_num", "logical_not",
         "isnan", "isinf", "isfinite", "clamp_min", "clamp_max", "exp_", "log_", "abs_",
+        "triu", "tril", "flip", "roll", "masked_fill", "clamp", "clip",
     }
 )  # fmt: skip
 

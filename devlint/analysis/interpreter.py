@@ -36,13 +36,14 @@ from devlint.analysis.tree import (
     positional_args,
     string_value,
 )
-from devlint.analysis.calls import TorchCalls
+from devlint.analysis.calls import TorchCalls, may_be_accel
 from devlint.analysis.guards import accelerator_type
 
 if TYPE_CHECKING:
     from devlint.analysis.model import FileModel
 
 _MAX_LOOP_PASSES = 4
+HOLDS_ACCEL = AbstractValue(Kind.OTHER, holds_accel=True)  # a list literal with an accelerator tensor
 
 
 @dataclass
@@ -53,6 +54,10 @@ class ScopeResult:
     conflicts: dict[int, Conflict] = field(default_factory=dict)
     snapshots: dict[int, tuple[dict[str, AbstractValue], Mark]] = field(default_factory=dict)  # params, names
     assigned: dict[str, AbstractValue] = field(default_factory=dict)  # every value a key took
+    returns: AbstractValue | None = None  # the join of every `return` (None: no return ran)
+    yields: AbstractValue | None = None  # the join of every `yield`
+    # parameters the scope calls as modules with an accelerator tensor: name -> that tensor
+    param_calls: dict[str, Operand] = field(default_factory=dict)
 
 
 class State:
@@ -152,6 +157,7 @@ class ScopeEvaluator(TorchCalls):
         self.is_module_method = False
         self.params: dict[str, AbstractValue] = {}
         self.opaque: set[str] = set()
+        self.generated: dict[int, AbstractValue] = {}  # a call of a generator of this file -> what it yields
         ctx = model.ctx
         if type(scope) in (cst.FunctionDef, cst.Lambda):
             self.locals = ctx.bindings_of(scope)
@@ -187,9 +193,23 @@ class ScopeEvaluator(TorchCalls):
                     Kind.TENSOR, accel(f"{name}.device"), None, node, Source.PARAMETER,
                     f"parameter of {function.name.value}",
                 )  # fmt: skip
+        elif not self.is_module_method:
+            # a parameter used as a tensor is one, on a device the function cannot know
+            for name in self._used_as_tensors(function, ordered + list(params.kwonly_params)):
+                self.params[name] = AbstractValue(Kind.TENSOR)
         for param in (params.star_arg, params.star_kwarg):
             if type(param) is cst.Param:
                 self.params[param.name.value] = OTHER
+
+    def _used_as_tensors(self, function: cst.FunctionDef, params: list[cst.Param]) -> set[str]:
+        """Parameters the body reads a tensor-only attribute of (`x.size()`, `x.device`)."""
+        wanted = {p.name.value for p in params}
+        found = set()
+        for node in self.model.ctx.tree.walk_scope(function.body):
+            if type(node) is cst.Attribute and type(node.value) is cst.Name:
+                if node.value.value in wanted and node.attr.value in T.TENSOR_ONLY_ATTRS:
+                    found.add(node.value.value)
+        return found
 
     def _tensor_params(self, function: cst.FunctionDef, params: list[cst.Param]) -> dict[str, cst.Param]:
         """Parameters the body uses as tensors: `.shape`, `.size()`, passed to a submodule."""
@@ -289,9 +309,13 @@ class ScopeEvaluator(TorchCalls):
         elif type(node) in (cst.Return, cst.Raise):
             for child in (getattr(node, "value", None), getattr(node, "exc", None), getattr(node, "cause", None)):
                 if child is not None and is_expression(child):
-                    self.eval(child, state)
+                    value = self.eval(child, state)
+                    if type(node) is cst.Return:
+                        self._returned(value)
                 elif type(child) is cst.From:
                     self.eval(child.item, state)
+            if type(node) is cst.Return and node.value is None:
+                self._returned(OTHER)
             return None
         elif type(node) is cst.Break:
             if self._loops:
@@ -326,6 +350,8 @@ class ScopeEvaluator(TorchCalls):
             result = target
         else:
             result = self._binary_result(node, Operand(node.target, target), Operand(node.value, value))
+            if value.holds_accel and not result.tensor_like:
+                result = replace(result, holds_accel=True)  # `losses += [loss]`
         self.bind(node.target, result, state)
 
     # -- compound statements -----------------------------------------------------------
@@ -524,6 +550,10 @@ class ScopeEvaluator(TorchCalls):
         elif type(self.scope) is cst.Module and "." not in key:
             self._assigned(key, value)
 
+    def _returned(self, value: AbstractValue) -> None:
+        old = self.result.returns
+        self.result.returns = value if old is None else old.join(value)
+
     def _assigned(self, key: str, value: AbstractValue) -> None:
         old = self.result.assigned.get(key)
         self.result.assigned[key] = value if old is None else old.join(value)
@@ -541,6 +571,10 @@ class ScopeEvaluator(TorchCalls):
             return AbstractValue(Kind.TENSOR, value.device, False, value.origin, value.source, value.how)
         if value.is_tensor:
             return replace(value, zero_dim=None)
+        if value.kind is Kind.UNKNOWN and (value.device.known or value.maybe_accel):
+            # `out, (h, c) = self.lstm(x)`: a module's outputs live where it ran
+            return AbstractValue(Kind.UNKNOWN, value.device, None, value.origin, value.source, value.how,
+                                 maybe_accel=value.maybe_accel)  # fmt: skip
         return UNKNOWN
 
     def element_of(self, expr: cst.BaseExpression, value: AbstractValue, loop: cst.CSTNode) -> AbstractValue:
@@ -549,6 +583,8 @@ class ScopeEvaluator(TorchCalls):
             return AbstractValue(Kind.BATCH, CPU, False, loop, Source.LOADER, "a DataLoader batch")
         if value.is_tensor:
             return replace(value, zero_dim=None)
+        if id(expr) in self.generated:
+            return self.generated[id(expr)]
         if type(expr) is cst.Call:
             name = self.qualified(expr.func) or dotted_name(expr.func)
             args = positional_args(expr)
@@ -667,13 +703,15 @@ class ScopeEvaluator(TorchCalls):
         return OTHER
 
     def _collection(self, node, state) -> AbstractValue:
+        holds = False
         for element in node.elements:
             if type(element) is cst.DictElement:
                 self.eval(element.key, state)
-                self.eval(element.value, state)
+                value = self.eval(element.value, state)
             else:
-                self.eval(element.value, state)
-        return OTHER
+                value = self.eval(element.value, state)
+            holds = holds or value.holds_accel or may_be_accel(value)
+        return HOLDS_ACCEL if holds else OTHER
 
     eval_Tuple = eval_List = eval_Set = eval_Dict = _collection
 
@@ -726,6 +764,19 @@ class ScopeEvaluator(TorchCalls):
             return OTHER
         return value if value.tensor_like else (OTHER if value.kind is Kind.OTHER else UNKNOWN)
 
+    def eval_Yield(self, node: cst.Yield, state: State) -> AbstractValue:
+        value = node.value
+        if value is None:
+            yielded = OTHER
+        elif type(value) is cst.From:
+            self.eval(value.item, state)
+            yielded = UNKNOWN
+        else:
+            yielded = self.eval(value, state)
+        old = self.result.yields
+        self.result.yields = yielded if old is None else old.join(yielded)
+        return UNKNOWN  # what `send` gives back
+
     def eval_Await(self, node, state):
         self.eval(node.expression, state)
         return UNKNOWN
@@ -755,7 +806,16 @@ class ScopeEvaluator(TorchCalls):
         value = self.eval(node.value, state)
         for element in node.slice:
             self._eval_slice(element, state)
-        # indexing with a CPU index or mask is legal: the result lives with the indexed tensor
+        # indexing with a CPU index or mask is legal: the result lives with the indexed
+        # tensor. A CPU tensor indexed by an accelerator index or mask fails.
+        if value.is_tensor and value.device.is_cpu:
+            for element in node.slice:
+                if type(element.slice) is cst.Index:
+                    index = self.result.values.get(id(element.slice.value), UNKNOWN)
+                    if index.tensor_like and index.device.is_accel and index.zero_dim is not True:
+                        self._conflict(Conflict(node, Operand(node.value, value),
+                                                Operand(element.slice.value, index), "index"))  # fmt: skip
+                        break
         if value.kind in (Kind.TENSOR, Kind.BATCH):
             zero_dim = False if value.kind is Kind.BATCH else None
             return AbstractValue(Kind.TENSOR, value.device, zero_dim, value.origin, value.source, value.how)

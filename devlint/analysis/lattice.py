@@ -117,6 +117,9 @@ class AbstractValue:
     is_parameter: bool = False  # an nn.Parameter
     holds_params: bool = False  # a module with parameters or buffers
     stateless: bool = False  # a torch.nn module known to hold neither (ReLU, MSELoss)
+    layer: str = ""  # the torch.nn class of a module built from one (`torch.nn.LSTM`)
+    maybe_accel: bool = False  # on some path (not all) on an accelerator: enough for DEV202/DEV203
+    holds_accel: bool = False  # a list (or other collection) that received an accelerator tensor
 
     @property
     def is_tensor(self) -> bool:
@@ -131,8 +134,13 @@ class AbstractValue:
         """Good enough for an operand of arithmetic: a tensor, a batch, or a moved thing."""
         return self.kind in (Kind.TENSOR, Kind.BATCH) or (self.kind is Kind.UNKNOWN and self.device.known)
 
+    @property
+    def may_be_accel(self) -> bool:
+        """On an accelerator on every path, or on some."""
+        return self.device.is_accel or self.maybe_accel
+
     def on(self, device: Device, origin: cst.CSTNode | None, source: Source, how: str) -> AbstractValue:
-        return replace(self, device=device, origin=origin, source=source, how=how)
+        return replace(self, device=device, origin=origin, source=source, how=how, maybe_accel=False)
 
     def join(self, other: AbstractValue) -> AbstractValue:
         if self == other:
@@ -143,6 +151,8 @@ class AbstractValue:
         else:
             device = join_devices(self.device, other.device)
         same_origin = self.origin is other.origin and self.device == other.device
+        # the CPU on one path and an accelerator on the other: "may be on the accelerator"
+        maybe = not device.known and (self.may_be_accel or other.may_be_accel)
         return AbstractValue(
             kind=kind,
             device=device,
@@ -153,6 +163,9 @@ class AbstractValue:
             is_parameter=self.is_parameter and other.is_parameter,
             holds_params=self.holds_params and other.holds_params,
             stateless=self.stateless and other.stateless,
+            layer=self.layer if self.layer == other.layer else "",
+            maybe_accel=maybe,
+            holds_accel=self.holds_accel or other.holds_accel,
         )
 
 
@@ -172,8 +185,8 @@ class Conflict:
 
     `cpu` is the operand on the CPU and `other` the one on the accelerator. `kind` is
     "operands" (elementwise or not), "inplace" (the CPU side is the output of an
-    in-place operation) or "module" (a module called with a tensor; one side is the
-    module).
+    in-place operation), "module" (a module called with a tensor; one side is the
+    module) or "index" (a CPU tensor indexed by an accelerator index or mask).
     """
 
     node: cst.CSTNode

@@ -5,14 +5,21 @@ classes, which are nn.Modules, what they register and own, and the summary of
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import replace
 
 import libcst as cst
 
 from devlint.analysis import device_tables as T
-from devlint.analysis.lattice import OTHER, UNKNOWN, UNKNOWN_DEVICE, AbstractValue, Kind
-from devlint.analysis.tree import dotted_name, keyword_arg, positional_args, statement_suites, string_value
+from devlint.analysis.lattice import OTHER, UNKNOWN, UNKNOWN_DEVICE, AbstractValue, Kind, Operand, accel
+from devlint.analysis.tree import (
+    dotted_name,
+    keyword_arg,
+    positional_args,
+    statement_suites,
+    string_value,
+)
 from devlint.analysis.calls import is_true_arg
 from devlint.analysis.context import FileContext
 from devlint.analysis.interpreter import ScopeEvaluator, ScopeResult
@@ -22,6 +29,15 @@ from devlint.analysis.relevance import RelevanceGate, _self_attributes_assigned
 # CPU seconds the device analysis may spend on one file before it stops (a generated
 # module of a million lines must not stall CI); what it did not reach stays unknown.
 ANALYSIS_BUDGET = 60.0
+
+# Decorators that leave what a function returns as it is: its summary holds at a call.
+_TRANSPARENT_DECORATORS = frozenset(
+    {
+        "staticmethod", "classmethod", "torch.no_grad", "no_grad", "torch.inference_mode", "inference_mode",
+        "torch.enable_grad", "functools.lru_cache", "lru_cache", "functools.cache", "cache",
+    }
+)  # fmt: skip
+_HEAD = re.compile(r"[A-Za-z_]\w*")
 
 
 class FileModel(RelevanceGate):
@@ -44,11 +60,23 @@ class FileModel(RelevanceGate):
         self._holds_params: dict[int, bool] = {}
         self._relevant: dict[int, bool] = {}
         self._relevant_globals: frozenset[str] | None = None
+        self._source_callables: frozenset[str] | None = None
+        self.functions: dict[str, cst.FunctionDef | None] = {}  # module-level defs (None: defined twice)
+        self._top_classes: set[int] = set()
+        self._module_running = False
+        self._early_scopes: dict[int, ScopeResult] = {}
+        self._running: set[int] = set()  # scopes being interpreted (a call back into one is unknown)
         self._index()
 
     def _index(self) -> None:
         """Classes, methods, and whether the default device is ever changed: statements
         only, not expressions, since that is where they stand."""
+        for stmt in self.ctx.module.body:
+            if type(stmt) is cst.FunctionDef:
+                name = stmt.name.value
+                self.functions[name] = None if name in self.functions else stmt
+            elif type(stmt) is cst.ClassDef:
+                self._top_classes.add(id(stmt))
         stack: list[cst.CSTNode] = list(self.ctx.module.body)
         while stack:
             stmt = stack.pop()
@@ -94,19 +122,97 @@ class FileModel(RelevanceGate):
         return self.exhausted
 
     def scope(self, function: cst.FunctionDef | cst.Lambda, enclosing: list) -> ScopeResult:
-        result = self._scopes.get(id(function))
+        # a function called by the module body while it runs sees the module's names
+        # unknown: that answer is kept only until the module body is done
+        scopes = self._early_scopes if self._module is not None and self._module_running else self._scopes
+        result = scopes.get(id(function))
         if result is None:
+            if id(function) in self._running:
+                return ScopeResult()  # recursion: what the running call returns is not known yet
             if self.is_relevant(function) and not self.out_of_time():
-                result = ScopeEvaluator(self, function, enclosing).run()
+                self._running.add(id(function))
+                try:
+                    result = ScopeEvaluator(self, function, enclosing).run()
+                finally:
+                    self._running.discard(id(function))
             else:
                 result = ScopeResult()  # every value unknown: nothing to report
-            self._scopes[id(function)] = result
+            scopes[id(function)] = result
         return result
+
+    # -- function summaries --------------------------------------------------------------
+
+    def callee(self, name: str) -> cst.FunctionDef | None:
+        """The module-level function `name`, when the file defines it once."""
+        return self.functions.get(name)
+
+    def method(self, cls: cst.ClassDef, name: str, _seen: frozenset = frozenset()) -> cst.FunctionDef | None:
+        """Method `name` of a top-level class `cls` (or of a local base)."""
+        if id(cls) not in self._top_classes or id(cls) in _seen:
+            return None
+        for method in self._methods(cls):
+            if method.name.value == name:
+                return method
+        for base in self.local_bases(cls):
+            found = self.method(base, name, _seen | {id(cls)})
+            if found is not None:
+                return found
+        return None
+
+    def summary_of(self, function: cst.FunctionDef) -> ScopeResult | None:
+        """The interpretation of `function`, when a call to it returns what its body
+        returns (no decorator that could change it)."""
+        for decorator in function.decorators:
+            expr = decorator.decorator
+            name = dotted_name(expr.func if type(expr) is cst.Call else expr)
+            if name not in _TRANSPARENT_DECORATORS:
+                return None
+        if function.asynchronous is not None:
+            return None
+        return self.scope(function, [])
+
+    def at_call(self, function: cst.FunctionDef, value: AbstractValue | None, arguments: dict[str, AbstractValue],
+                bound: bool) -> AbstractValue:  # fmt: skip
+        """A value the body of `function` computed, as seen by a caller: a device named by
+        a parameter is the argument's (`x.device` for a tensor argument) or unknown, one
+        named by a local is an accelerator without a name."""
+        if value is None:
+            return UNKNOWN
+        device = value.device
+        if device.is_accel and device.symbol:
+            match = _HEAD.match(device.symbol)
+            head = match.group(0) if match else ""
+            params = self.parameter_names(function, bound)
+            if head in params:
+                argument = arguments.get(head)
+                if device.symbol == f"{head}.device" and argument is not None and argument.device.known:
+                    return replace(value, device=argument.device, maybe_accel=argument.maybe_accel)
+                return replace(value, device=UNKNOWN_DEVICE, origin=None, how="", maybe_accel=False)
+            if head in self.ctx.bindings_of(function) or (bound and head == "self" and not params):
+                return replace(value, device=accel(None))
+        return value
+
+    def operand_at_call(self, function: cst.FunctionDef, operand: Operand, bound: bool) -> Operand:
+        return Operand(operand.expr, self.at_call(function, operand.value, {}, bound))
+
+    @staticmethod
+    def parameter_names(function: cst.FunctionDef, bound: bool) -> list[str]:
+        """The parameters a call's arguments fill, in order (without `self` when bound)."""
+        params = function.params
+        names = [p.name.value for p in (*params.posonly_params, *params.params)]
+        if bound and names:
+            names = names[1:]
+        return names + [p.name.value for p in params.kwonly_params]
 
     def module_scope(self) -> ScopeResult:
         if self._module is None:
             self._module = ScopeResult()  # a re-entrant question sees an empty module
-            self._module = ScopeEvaluator(self, self.ctx.module, []).run()
+            self._module_running = True
+            try:
+                self._module = ScopeEvaluator(self, self.ctx.module, []).run()
+            finally:
+                self._module_running = False
+                self._early_scopes.clear()
         return self._module
 
     def global_value(self, name: str) -> AbstractValue:

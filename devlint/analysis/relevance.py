@@ -16,14 +16,17 @@ from devlint.analysis.tree import Tree, bound_names, decorator_names, statements
 class RelevanceGate:
     """The gate half of `FileModel` (which provides the class facts it reads)."""
 
-    def is_relevant(self, function: cst.FunctionDef | cst.Lambda, *, building: bool = False) -> bool:
+    def is_relevant(self, function: cst.FunctionDef | cst.Lambda, *, building: bool = False,
+                    _base: bool = False) -> bool:  # fmt: skip
         """Could interpreting `function` find anything? Only if it builds tensors or
         modules, moves or syncs them, loads data, or reads a module-level name bound to
         such a thing. Anything else (most `forward`s: layers applied to their input)
         leaves every value unknown, so it is not interpreted at all: interpreting every
         function would cost as much as parsing the file. With `building`, what a method
-        builds (its layers too) matters: the class summary needs it."""
-        key = id(function) * 2 + building
+        builds (its layers too) matters: the class summary needs it. Calling a function
+        or method of the file that is itself relevant makes a function relevant too: what
+        the call returns comes from that function's summary."""
+        key = id(function) * 4 + building + 2 * _base
         known = self._relevant.get(key)
         if known is None:
             attributes: frozenset[str] = frozenset()
@@ -31,14 +34,37 @@ class RelevanceGate:
             cls = self.class_of.get(id(function))
             if cls is not None and type(function) is cst.FunctionDef and function.params.params:
                 attributes = self._tensor_attributes(cls)
-                if not building and self.is_module_class(cls):
+                if not building and self.is_module_class(cls) and function.name.value == "__init__":
                     # a module's own layers follow it wherever it is moved: building them
-                    # in `__init__` is nothing to check
+                    # in `__init__` is nothing to check (built in `forward`, they stay
+                    # on the CPU)
                     names = _RELEVANT_IN_MODULES
+            called = self._called_names(names)
+            if not _base:
+                functions, methods = self._callables()
+                names, called = names | methods, called | functions
             known = _mentions_sources(self.ctx.tree, function, self._globals_with_sources(), attributes, names,
-                                      self._called_names(names))  # fmt: skip
+                                      called)  # fmt: skip
             self._relevant[key] = known
         return known
+
+    def _callables(self) -> tuple[frozenset[str], frozenset[str]]:
+        """The module-level functions, and the methods of top-level classes, that are
+        relevant by themselves: calling one makes the caller relevant."""
+        if self._source_callables is None:
+            functions = frozenset(
+                name for name, f in self.functions.items() if f is not None and self.is_relevant(f, _base=True)
+            )
+            methods = frozenset(
+                m.name.value
+                for c in self.ctx.module.body
+                if type(c) is cst.ClassDef
+                for m in self._methods(c)
+                if m.params.params and self.is_relevant(m, _base=True)
+            )
+            models = frozenset(name for name, c in self.classes.items() if self.is_module_class(c))
+            self._source_callables = (functions | models, methods)
+        return self._source_callables
 
     def _called_names(self, names: frozenset[str]) -> frozenset[str]:
         """`names` as called bare: `type(x)` and `range(n)` are the builtins, unless the
@@ -50,7 +76,7 @@ class RelevanceGate:
         """`self.<attr>`s some method of `cls` (or a local base) builds as a tensor and
         that stay where they were built: in an nn.Module, what the module owns follows it
         (see `summary`), so reading it cannot meet a tensor on another device."""
-        key = -id(cls)  # class keys are negative; function keys are 2 * id (+ 1)
+        key = -id(cls)  # class keys are negative; function keys are 4 * id (+ 0..3)
         cached = self._relevant.get(key)
         if cached is None:
             names: set[str] = set()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.analysis import device_tables
+from devlint.analysis.calls import may_be_accel
 from devlint.analysis.devices import DeviceAnalysis
 from devlint.analysis.lattice import Conflict, Operand, Source
 from devlint.analysis.tree import Tree, dotted_name
@@ -17,8 +18,10 @@ class MixedDevices(Rule):
     ## What it does
     Checks for operations whose tensor operands are known to live on different
     devices: arithmetic and comparisons, in-place operators, `@`, `torch.cat([a, b])`,
-    `torch.where(m, a, b)`, `a.add(b)`, and a module on one device called with a
-    tensor on another.
+    `torch.where(m, a, b)`, `a.add(b)`, a module on one device called with a tensor on
+    another, a `torch.nn` layer given tensors on two devices (`self.lstm(x, (h0, c0))`,
+    `loss_fn(input=out, target=y)`), and a CPU tensor indexed by an accelerator index
+    or mask.
 
     ## Why is this bad?
     PyTorch refuses to compute across devices (`Expected all tensors to be on the same
@@ -27,7 +30,8 @@ class MixedDevices(Rule):
     tensor on the accelerator. PyTorch's own exemptions are respected: indexing an
     accelerator tensor with a CPU index or mask is legal, and a 0-dim CPU tensor may be
     an input of an elementwise operation on the accelerator (but not the output of an
-    in-place one).
+    in-place one). `nn.DataParallel`, and `DistributedDataParallel` with `device_ids`,
+    move their inputs themselves: a CPU batch given to them is fine.
 
     ## Example
         class Net(nn.Module):
@@ -64,6 +68,9 @@ class MixedDevices(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         self._check(node)
 
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        self._check(node)
+
     def _check(self, node: cst.CSTNode) -> None:
         analysis = DeviceAnalysis.of(self.ctx)
         conflict = analysis.conflict_at(node)
@@ -78,7 +85,7 @@ class MixedDevices(Rule):
         if cpu.is_module and cpu.source is Source.CONSTRUCTION:
             return True  # DEV301: the model was never moved
         origin = cpu.origin
-        if origin is not None and not analysis.in_current_scope(origin):
+        if origin is not None and not analysis.in_current_scope(origin) and _self_attribute(conflict.cpu.expr):
             cls = self.ctx.enclosing_class()
             if cls is not None and analysis.is_module_class(cls) and _inside(self.ctx.tree, origin, cls):
                 return True  # DEV204: a tensor attribute the module does not own
@@ -92,6 +99,8 @@ class MixedDevices(Rule):
             if conflict.cpu.value.is_module:
                 return f"`{analysis.code(conflict.other.expr, 40)}` ({other}) is passed to `{analysis.code(conflict.cpu.expr, 40)}` ({cpu}) in `{where}`"
             return f"`{analysis.code(conflict.cpu.expr, 40)}` ({cpu}) is passed to `{analysis.code(conflict.other.expr, 40)}` ({other}) in `{where}`"
+        if conflict.kind == "index":
+            return f"`{analysis.code(conflict.cpu.expr, 40)}` ({cpu}) is indexed by `{analysis.code(conflict.other.expr, 40)}` ({other}) in `{where}`: the index must live with the tensor"
         if conflict.kind == "inplace":
             return f"in-place `{where}` writes into `{analysis.code(conflict.cpu.expr, 40)}` ({cpu}) from `{analysis.code(conflict.other.expr, 40)}` ({other})"
         return f"`{analysis.code(conflict.cpu.expr, 40)}` ({cpu}) meets `{analysis.code(conflict.other.expr, 40)}` ({other}) in `{where}`"
@@ -205,16 +214,52 @@ class NumpyOnDevice(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if type(func) is not cst.Attribute or func.attr.value != "numpy":
+            self._implicit(node)
             return
         if any(a.keyword is not None and a.keyword.value == "force" for a in node.args):
             return
         analysis = DeviceAnalysis.of(self.ctx)
         value = analysis.value_of(func.value)
-        if not value.tensor_like or not value.device.is_accel:
+        if not may_be_accel(value):
             return
         receiver = analysis.code(func.value, 40)
-        message = f"`.numpy()` on `{receiver}`, which lives on {value.device}: NumPy needs it on the CPU"
+        where = f"lives on {value.device}" if value.device.is_accel else "may live on an accelerator"
+        message = f"`.numpy()` on `{receiver}`, which {where}: NumPy needs it on the CPU"
         self.report(node, message, FixPlan.safe(Replace(func.attr, "cpu().numpy")))
+
+    def _implicit(self, node: cst.Call) -> None:
+        """`np.mean(losses)`, `np.array([loss, acc])`, `plt.plot(t)`: NumPy converts
+        its arguments with `.numpy()` too."""
+        qualified = self.ctx.qualify(node.func) or ""
+        if not qualified.startswith(_CONVERTING):
+            return
+        analysis = DeviceAnalysis.of(self.ctx)
+        for arg in node.args:
+            if arg.keyword is not None or arg.star:
+                continue
+            value = analysis.value_of(arg.value)
+            if may_be_accel(value):
+                fix = None
+                if type(arg.value) in (cst.Name, cst.Attribute, cst.Call, cst.Subscript):
+                    fix = FixPlan.safe(InsertAfter(arg.value, ".cpu()"))
+                tensor = analysis.code(arg.value, 40)
+                self.report(
+                    node,
+                    f"`{analysis.code(node.func)}` converts `{tensor}` with `.numpy()`, and it may live on an accelerator: move it to the CPU first",
+                    fix,
+                )
+                return
+            if value.holds_accel:
+                held = analysis.code(arg.value, 40)
+                self.report(
+                    node,
+                    f"`{analysis.code(node.func)}` converts `{held}`, which holds a tensor that may live on an accelerator: NumPy needs them on the CPU (`.item()` or `.cpu()` each)",
+                )
+                return
+
+
+# Calls that turn their arguments into NumPy arrays.
+_CONVERTING = ("numpy.", "matplotlib.pyplot.")
 
 
 class UnregisteredModuleTensor(Rule):
@@ -307,6 +352,13 @@ def _describe(analysis: DeviceAnalysis, operand: Operand) -> str:
     if value.origin is not None and value.how and value.source is not Source.PARAMETER:
         text += f", line {analysis.line_of(value.origin)}: {value.how}"
     return text
+
+
+def _self_attribute(expr: cst.BaseExpression) -> bool:
+    """`self.mask` (or `self.mask[...]`): an attribute of the instance."""
+    while type(expr) is cst.Subscript:
+        expr = expr.value
+    return type(expr) is cst.Attribute and type(expr.value) is cst.Name
 
 
 def _inside(tree: Tree, node: cst.CSTNode, container: cst.CSTNode) -> bool:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from devlint.analysis import device_tables
+from devlint.analysis.checkpoints import STATE, CheckpointUses
 from devlint.analysis.devices import DeviceAnalysis
 from devlint.analysis.lattice import Conflict, Source
 from devlint.analysis.tree import Tree, children, dotted_name
@@ -207,12 +208,14 @@ class BatchLeftOnCpu(Rule):
 class LoadWithoutMapLocation(Rule):
     """
     ## What it does
-    Checks for `torch.load` of a checkpoint without `map_location=`.
+    Checks for `torch.load` (and `torch.jit.load`) of a checkpoint without `map_location=`.
 
     A checkpoint is what the loaded object is used as: a state dict given to
-    `load_state_dict` (directly, through a name, or one of its entries), or a model
-    (`.eval()`, `.parameters()`, `.state_dict()`). Data files loaded with `torch.load`
-    are not reported.
+    `load_state_dict` (directly, through a name, one of its entries, also bound to
+    another name, returned from a helper or passed to one), or a model (called,
+    `.eval()`, `.parameters()`, `.state_dict()`, moved, or handed on with a model as in
+    `transfer(model, torch.load(path))`). Data files loaded with `torch.load` are not
+    reported.
 
     ## Why is this bad?
     `torch.load` puts every tensor back on the device it was saved from. A checkpoint
@@ -224,49 +227,49 @@ class LoadWithoutMapLocation(Rule):
         model.load_state_dict(torch.load("model.pt"))
 
     ## Use instead
-        model.load_state_dict(torch.load("model.pt", map_location=device))
+        model.load_state_dict(torch.load("model.pt", map_location="cpu"))
 
     ## Fix safety
-    Safe: `map_location=` the device binding loads onto the device the code runs on;
-    where CUDA is present that is the device a GPU checkpoint was saved from, and
-    `load_state_dict` copies the values into the model wherever they were loaded.
+    Safe. A value that only feeds `load_state_dict` is loaded with
+    `map_location="cpu"`: `load_state_dict` copies it into the model wherever that is,
+    so the result is the same on every machine. Anything else (a whole model) is loaded
+    with `map_location=` the device binding, the device the code runs on; where CUDA is
+    present that is the device a GPU checkpoint was saved from.
     """
 
     code = "DEV303"
     name = "load-without-map-location"
     fixable = True
 
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        self._uses: CheckpointUses | None = None
+
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.qualify(node.func) != "torch.load":
+        if self.ctx.qualify(node.func) not in ("torch.load", "torch.jit.load"):
             return
         positional = [a for a in node.args if a.keyword is None and not a.star]
         if len(positional) != 1 or any(a.star for a in node.args):
             return  # a second positional argument is the map_location
         if any(a.keyword is not None and a.keyword.value == "map_location" for a in node.args):
             return
-        if not self._is_checkpoint(node):
+        analysis = DeviceAnalysis.of(self.ctx)
+        if self._uses is None:
+            self._uses = CheckpointUses(self.ctx)
+        use = self._uses.of(node)
+        if use is None:
             return
-        message = f"`{DeviceAnalysis.of(self.ctx).code(node, 50)}` restores tensors to the device they were saved from; pass `map_location=`"
-        fix = None
-        device = self.binding.device()
-        if device is not None:
-            fix = FixPlan.safe(InsertAfter(node.args[-1], f", map_location={device.code}"), *device.edits)
+        message = (
+            f"`{analysis.code(node, 50)}` restores tensors to the device they were saved from; pass `map_location=`"
+        )
+        if use == STATE:  # only copied into a model: the CPU is exact everywhere
+            fix = FixPlan.safe(InsertAfter(node.args[-1], ', map_location="cpu"'))
+        else:
+            fix = None
+            device = self.binding.device()
+            if device is not None:
+                fix = FixPlan.safe(InsertAfter(node.args[-1], f", map_location={device.code}"), *device.edits)
         self.report(node, message, fix)
-
-    def _is_checkpoint(self, node: cst.Call) -> bool:
-        child: cst.CSTNode = node
-        parent = self.ctx.parent(node)
-        while type(parent) is cst.Subscript and parent.value is child:
-            child, parent = parent, self.ctx.parent(parent)
-        if type(parent) is cst.Arg:
-            call = self.ctx.parent(parent)
-            return type(call) is cst.Call and _method_name(call) == "load_state_dict"
-        if type(parent) is cst.Assign and child is node and len(parent.targets) == 1:
-            name = dotted_name(parent.targets[0].target)
-            functions = self.ctx.functions()
-            scope = functions[0].body if functions else self.ctx.module
-            return name is not None and _used_as_checkpoint(self.ctx.tree, scope, name)
-        return False
 
 
 class OptimizerBeforeMove(Rule):
@@ -440,24 +443,6 @@ def _shape_of_use(use: cst.Name, parent: cst.CSTNode) -> str:
     if type(parent) in (cst.BinaryOperation, cst.Comparison, cst.ComparisonTarget):
         return "tensor"
     return "other"
-
-
-def _used_as_checkpoint(tree: Tree, scope: cst.CSTNode, name: str) -> bool:
-    """Is `name` given to `load_state_dict` (itself or an entry), or used as a model?"""
-    for node in tree.walk_scope(scope):
-        if type(node) is not cst.Call:
-            continue
-        method = _method_name(node)
-        if method == "load_state_dict":
-            for arg in node.args:
-                value = arg.value
-                while type(value) is cst.Subscript:
-                    value = value.value
-                if dotted_name(value) == name:
-                    return True
-        elif method in ("eval", "parameters", "state_dict") and dotted_name(node.func.value) == name:
-            return True
-    return False
 
 
 def _later_move(analysis: DeviceAnalysis, scope: cst.CSTNode, model: str, line: int) -> cst.Call | None:

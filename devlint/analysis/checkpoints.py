@@ -1,0 +1,161 @@
+"""What a `torch.load` result is used as, followed through names, entries, helpers and
+returns (SPEC §2, DEV303): a state dict that only feeds `load_state_dict`, a model, or
+nothing the device matters to (a data file).
+
+    uses = CheckpointUses(ctx)
+    uses.of(call)   # "state", "model" or None
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from devlint.analysis.tree import child_list, dotted_name
+
+if TYPE_CHECKING:
+    from devlint.analysis.context import FileContext
+
+STATE = "state"  # reaches `load_state_dict` only: exact on the CPU
+MODEL = "model"  # used as a model (called, `.eval()`, moved), or handed on with one
+
+# Methods that show a loaded object is a model.
+_MODEL_METHODS = frozenset(
+    {"eval", "train", "parameters", "named_parameters", "state_dict", "modules", "children", "to", "cuda",
+     "forward", "half"}
+)  # fmt: skip
+_MAX_DEPTH = 4  # helpers followed through at most this many calls or returns
+
+
+class CheckpointUses:
+    """The uses of loaded objects in one file; the parent table is built on first use."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self._parents: dict[int, cst.CSTNode] | None = None
+        self._calls: dict[str, list[cst.Call]] | None = None
+        self._seen: set[tuple[int, str]] = set()
+
+    def of(self, load: cst.Call) -> str | None:
+        """What the value of `load` (a `torch.load(...)` call) is used as."""
+        self._seen = set()
+        return self._use_of(load, 0)
+
+    # -- one expression --------------------------------------------------------------
+
+    def _use_of(self, node: cst.CSTNode, depth: int) -> str | None:
+        parents = self._parent_table()
+        child, parent = node, parents.get(id(node))
+        while True:  # an entry of it is it: `ckpt["model"]`, `ckpt.get("model")`
+            if type(parent) is cst.Subscript and parent.value is child:
+                child, parent = parent, parents.get(id(parent))
+            elif type(parent) is cst.Attribute and parent.value is child and parent.attr.value == "get":
+                call = parents.get(id(parent))
+                if type(call) is not cst.Call:
+                    return None
+                child, parent = call, parents.get(id(call))
+            else:
+                break
+        if type(parent) is cst.Attribute and parent.value is child:
+            call = parents.get(id(parent))
+            if type(call) is cst.Call and call.func is parent and parent.attr.value in _MODEL_METHODS:
+                return MODEL
+            return None
+        if type(parent) is cst.Call and parent.func is child:
+            return MODEL  # called: a whole model
+        if type(parent) is cst.Arg:
+            call = parents.get(id(parent))
+            return self._argument_use(call, parent, depth) if type(call) is cst.Call else None
+        if type(parent) in (cst.Assign, cst.AnnAssign) and parent.value is child:
+            targets = [t.target for t in parent.targets] if type(parent) is cst.Assign else [parent.target]
+            found = [self._name_use(self._scope_of(parent), name, depth) for name in map(dotted_name, targets) if name]
+            return _strongest(found)
+        if type(parent) is cst.Return and depth < _MAX_DEPTH:
+            function = self._scope_of(parent)
+            if type(function) is cst.FunctionDef:
+                return _strongest([self._use_of(call, depth + 1) for call in self._callers(function)])
+        return None
+
+    def _argument_use(self, call: cst.Call, arg: cst.Arg, depth: int) -> str | None:
+        func = call.func
+        if type(func) is cst.Attribute and func.attr.value == "load_state_dict":
+            return STATE
+        name = func.value if type(func) is cst.Name else None
+        function = self.ctx.device_analysis.model.callee(name) if name and self.ctx.device_analysis else None
+        if function is not None and depth < _MAX_DEPTH:
+            param = _parameter_for(function, call, arg)
+            return self._name_use(function.body, param, depth + 1) if param else None
+        if depth == 0 and self.ctx.device_analysis is not None:
+            # `transfer(model, torch.load(path))`: handed on with a model, by code not seen
+            analysis = self.ctx.device_analysis
+            if any(a is not arg and analysis.value_of(a.value).is_module for a in call.args):
+                return MODEL
+        return None
+
+    # -- a name ----------------------------------------------------------------------
+
+    def _name_use(self, scope: cst.CSTNode, name: str, depth: int) -> str | None:
+        key = (id(scope), name)
+        if key in self._seen:
+            return None
+        self._seen.add(key)
+        parents = self._parent_table()
+        found = []
+        for node in self.ctx.tree.walk_scope(scope):
+            if type(node) not in (cst.Name, cst.Attribute) or dotted_name(node) != name:
+                continue
+            parent = parents.get(id(node))
+            if type(parent) is cst.AssignTarget or (type(parent) is cst.Attribute and parent.value is not node):
+                continue  # a (re)binding, or the `x` of `y.x`
+            found.append(self._use_of(node, depth))
+        return _strongest(found)
+
+    # -- the file --------------------------------------------------------------------
+
+    def _scope_of(self, node: cst.CSTNode) -> cst.CSTNode:
+        parents = self._parent_table()
+        current = parents.get(id(node))
+        while current is not None and type(current) not in (cst.FunctionDef, cst.Lambda):
+            current = parents.get(id(current))
+        return current if current is not None else self.ctx.module
+
+    def _callers(self, function: cst.FunctionDef) -> list[cst.Call]:
+        if self._calls is None:
+            calls: dict[str, list[cst.Call]] = {}
+            for node in self.ctx.tree.walk(self.ctx.module):
+                if type(node) is cst.Call:
+                    func = node.func
+                    if type(func) is cst.Name:
+                        calls.setdefault(func.value, []).append(node)
+                    elif type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
+                        calls.setdefault(func.attr.value, []).append(node)
+            self._calls = calls
+        return self._calls.get(function.name.value, [])
+
+    def _parent_table(self) -> dict[int, cst.CSTNode]:
+        if self._parents is None:
+            parents: dict[int, cst.CSTNode] = {}
+            for node in self.ctx.tree.walk(self.ctx.module):
+                for child in child_list(node):
+                    parents[id(child)] = node
+            self._parents = parents
+        return self._parents
+
+
+def _strongest(uses: list[str | None]) -> str | None:
+    """A model anywhere decides; else a state dict; else nothing."""
+    if MODEL in uses:
+        return MODEL
+    return STATE if STATE in uses else None
+
+
+def _parameter_for(function: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> str | None:
+    if arg.keyword is not None:
+        return arg.keyword.value
+    positional = [a for a in call.args if a.keyword is None]
+    if any(a.star for a in positional):
+        return None
+    index = next(i for i, a in enumerate(positional) if a is arg)
+    params = [*function.params.posonly_params, *function.params.params]
+    return params[index].name.value if index < len(params) else None
