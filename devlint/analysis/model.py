@@ -60,7 +60,7 @@ class FileModel(RelevanceGate):
         self._holds_params: dict[int, bool] = {}
         self._relevant: dict[int, bool] = {}
         self._relevant_globals: frozenset[str] | None = None
-        self._source_callables: frozenset[str] | None = None
+        self._source_callables: tuple[frozenset[str], frozenset[str], frozenset[str]] | None = None
         self.functions: dict[str, cst.FunctionDef | None] = {}  # module-level defs (None: defined twice)
         self._top_classes: set[int] = set()
         self._module_running = False

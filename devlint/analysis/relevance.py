@@ -34,23 +34,26 @@ class RelevanceGate:
             cls = self.class_of.get(id(function))
             if cls is not None and type(function) is cst.FunctionDef and function.params.params:
                 attributes = self._tensor_attributes(cls)
-                if not building and self.is_module_class(cls) and function.name.value == "__init__":
+                name = function.name.value
+                if not building and self.is_module_class(cls) and not name.startswith(("forward", "__call__")):
                     # a module's own layers follow it wherever it is moved: building them
                     # in `__init__` is nothing to check (built in `forward`, they stay
                     # on the CPU)
                     names = _RELEVANT_IN_MODULES
             called = self._called_names(names)
             if not _base:
-                functions, methods = self._callables()
+                functions, models, methods = self._callables()
+                if names is not _RELEVANT_IN_MODULES:
+                    functions = functions | models  # a module's own submodules follow it
                 names, called = names | methods, called | functions
             known = _mentions_sources(self.ctx.tree, function, self._globals_with_sources(), attributes, names,
                                       called)  # fmt: skip
             self._relevant[key] = known
         return known
 
-    def _callables(self) -> tuple[frozenset[str], frozenset[str]]:
-        """The module-level functions, and the methods of top-level classes, that are
-        relevant by themselves: calling one makes the caller relevant."""
+    def _callables(self) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+        """The module-level functions, the module classes, and the methods of top-level
+        classes, that are relevant by themselves: calling one makes the caller relevant."""
         if self._source_callables is None:
             functions = frozenset(
                 name for name, f in self.functions.items() if f is not None and self.is_relevant(f, _base=True)
@@ -63,7 +66,7 @@ class RelevanceGate:
                 if m.params.params and self.is_relevant(m, _base=True)
             )
             models = frozenset(name for name, c in self.classes.items() if self.is_module_class(c))
-            self._source_callables = (functions | models, methods)
+            self._source_callables = (functions, models, methods)
         return self._source_callables
 
     def _called_names(self, names: frozenset[str]) -> frozenset[str]:
