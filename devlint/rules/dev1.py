@@ -31,7 +31,9 @@ class HardcodedDevice(Rule):
 
     The literal is reported where a device is chosen: `device=`, `map_location=` and
     `device_type=` arguments, `.to(...)`, `torch.device(...)`, `torch.Generator(...)`,
-    and assignments to `device` or `*_device`. In a run-time choice
+    device types in their positional places (`torch.autocast("cuda")`,
+    `torch.amp.GradScaler("cuda")`, `init_device_mesh("cuda", ...)`), and assignments
+    to `device` or `*_device`. In a run-time choice
     (`"cuda" if C else "cpu"`) the literal is portable only when `C` checks its
     backend's availability (or is a flag assigned from such a check): a user's flag
     such as `args.cuda` from argparse is not one.
@@ -79,6 +81,8 @@ class HardcodedDevice(Rule):
         found = device_literal(self.ctx, node)
         if found is None or found.position == "default" or found.has_other_index:
             return
+        if type(node) is cst.Call and discarded_context(self.ctx, node):
+            return  # `torch.device("cuda")` alone on a line chooses nothing: DEV109
         if self.ctx.guards_backend(found.kind, node):
             return  # `"cuda" if torch.cuda.is_available() else "cpu"`: only used where it exists
         if found.cpu_alternative:
@@ -536,3 +540,86 @@ class DeviceDefaultArgument(Rule):
             self.report(
                 node, f"parameter default {found.text} makes callers CUDA-only: default to None and pick at run time"
             )
+
+
+# A device context manager, with the call that does at once what its `with` block does.
+_DEVICE_CONTEXTS = {
+    "torch.accelerator.device_index": "index",
+    "torch.cuda.device": "index",
+    "torch.xpu.device": "index",
+    "torch.cuda.device_of": None,
+    "torch.device": None,
+}
+
+
+def discarded_context(ctx, node: cst.Call) -> str | None:
+    """The qualified name of `node` when it is a device context manager standing alone
+    as a statement (which enters nothing); None otherwise."""
+    name = ctx.qualify(node.func)
+    if name not in _DEVICE_CONTEXTS or node.lpar:
+        return None
+    expr = ctx.parent(node)
+    return name if type(expr) is cst.Expr else None
+
+
+class DiscardedDeviceContext(Rule):
+    """
+    ## What it does
+    Checks for a device context manager called as a statement of its own, as in `torch.cuda.device(rank)`.
+
+    The context managers are `torch.accelerator.device_index(i)`, `torch.cuda.device(i)`,
+    `torch.xpu.device(i)`, `torch.cuda.device_of(t)` and `torch.device(...)`. As a `with`
+    item, an assigned value or an argument they are not reported.
+
+    ## Why is this bad?
+    These calls only build a context manager; nothing happens until a `with` statement
+    enters it. Alone on a line the call does nothing, and every tensor that was meant
+    for GPU `i` lands on the current device (GPU 0 in every process of a distributed job).
+
+    ## Example
+        torch.accelerator.device_index(local_rank)
+
+    ## Use instead
+        torch.accelerator.set_device_index(local_rank)
+
+    ## Fix safety
+    Unsafe: the fixed line really selects the device, which changes where the following
+    code runs (that is the point). `torch.accelerator.device_index(i)`,
+    `torch.cuda.device(i)` and `torch.xpu.device(i)` become
+    `torch.accelerator.set_device_index(i)`, or `torch.cuda.set_device(i)` when
+    `torch-version` is below 2.6 (only for `torch.cuda`). `torch.device(...)` and
+    `torch.cuda.device_of(t)` get no fix: the intent may have been a `with` block.
+    """
+
+    code = "DEV109"
+    name = "discarded-device-context"
+    fixable = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = discarded_context(self.ctx, node)
+        if name is None:
+            return
+        shown = self.source_of(node.func)
+        fix = self._fix(node, name)
+        remedy = f"use `{fix[1]}(...)`" if fix is not None else "enter it with `with`, or drop the line"
+        self.report(
+            node,
+            f"`{shown}(...)` alone does nothing: it is a context manager that only acts in a `with` block; {remedy}",
+            fix[0] if fix is not None else None,
+        )
+
+    def _fix(self, node: cst.Call, name: str) -> tuple[FixPlan, str] | None:
+        if _DEVICE_CONTEXTS[name] != "index" or len(node.args) != 1:
+            return None
+        arg = node.args[0]
+        if arg.star or (arg.keyword is not None and arg.keyword.value != "device"):
+            return None
+        torch, edits = self.binding.torch()
+        if self.ctx.config.torch_version >= (2, 6):
+            function = f"{torch}.accelerator.set_device_index"
+        elif name == "torch.cuda.device":
+            function = f"{torch}.cuda.set_device"
+        else:
+            return None
+        text = f"{function}({self.source_of(arg.value)})"
+        return FixPlan.unsafe(Replace(node, text), *edits), function
