@@ -7,9 +7,16 @@ from collections.abc import Sequence
 import libcst as cst
 
 from devlint.analysis import device_tables
-from devlint.analysis.guards import named_for_cuda
-from devlint.analysis.literals import VARIABLE, DeviceLiteral, device_literal, is_device_attribute, torch_device_call
-from devlint.analysis.tree import int_value, string_value
+from devlint.analysis.guards import accelerator_type, named_for_cuda
+from devlint.analysis.literals import (
+    DEVICE_KEYWORDS,
+    VARIABLE,
+    DeviceLiteral,
+    device_literal,
+    is_device_attribute,
+    torch_device_call,
+)
+from devlint.analysis.tree import dotted_name, int_value, keyword_arg, string_value
 from devlint.fix.plan import FixPlan, InsertBeforeEnd, NodeEdit, Replace, ReplaceSpan
 from devlint.rules.base import Rule
 
@@ -508,6 +515,14 @@ class DeviceDefaultArgument(Rule):
     A device parameter is one named `device`, `map_location`, `*_device` or
     `device_*`. A default with an index other than 0 is DEV103's.
 
+    Also an argparse option whose default is an accelerator
+    (`parser.add_argument("--device", default="cuda")`, any option name, also in an
+    argument group) when the parsed value (`args.device`, however the namespace is
+    named, `dest=` honoured) reaches a device position: `.to(args.device)`,
+    `device=args.device`, `torch.device(args.device)`, `device = args.device`. The
+    finding is at the default. A default chosen by its backend's availability check
+    (`"cuda" if torch.cuda.is_available() else "cpu"`) is not reported.
+
     ## Why is this bad?
     Every caller that relies on the default gets code that only runs with CUDA, and
     the default is hidden from the call site.
@@ -528,11 +543,27 @@ class DeviceDefaultArgument(Rule):
     code = "DEV108"
     name = "device-default-argument"
 
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        self._options: dict[int, tuple[cst.BaseExpression, str, str]] | None = None
+
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         self._check(node)
 
     def visit_Call(self, node: cst.Call) -> None:
         self._check(node)
+        if type(node.func) is cst.Attribute and node.func.attr.value == "add_argument":
+            if self._options is None:
+                self._options = _argparse_device_defaults(self.ctx)
+            found = self._options.get(id(node))
+            if found is not None:
+                literal, option, use = found
+                self.report(
+                    literal,
+                    f"option `{option}` defaults to {self.source_of(literal)}, which reaches `{use}`: "
+                    "the script only runs with that accelerator unless the user passes another; "
+                    "default to a device chosen at run time",
+                )
 
     def _check(self, node: cst.BaseExpression) -> None:
         found = device_literal(self.ctx, node)
@@ -623,3 +654,124 @@ class DiscardedDeviceContext(Rule):
             return None
         text = f"{function}({self.source_of(arg.value)})"
         return FixPlan.unsafe(Replace(node, text), *edits), function
+
+
+_PARSER_FACTORIES = frozenset({"argparse.ArgumentParser"})
+_PARSER_METHODS = frozenset({"add_argument_group", "add_mutually_exclusive_group", "add_subparsers", "add_parser"})
+_PARSE_METHODS = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})
+
+
+def _argparse_device_defaults(ctx) -> dict[int, tuple[cst.BaseExpression, str, str]]:
+    """`{id(add_argument call): (default literal, option, use)}` for each argparse option
+    whose default is an unguarded accelerator literal and whose value (`args.<dest>`)
+    reaches a device position."""
+    parsers: set[str] = set()
+    for node in ctx.tree.nodes:
+        if type(node) is cst.Assign and type(node.value) is cst.Call:
+            func = node.value.func
+            if ctx.imports.qualify(func) in _PARSER_FACTORIES or (
+                type(func) is cst.Attribute
+                and func.attr.value in _PARSER_METHODS
+                and dotted_name(func.value) in parsers
+            ):
+                parsers.update(n for t in node.targets if (n := dotted_name(t.target)) is not None)
+    if not parsers:
+        return {}
+
+    def parses(value: cst.BaseExpression | None, helpers: set[str]) -> bool:
+        if type(value) is not cst.Call:
+            return False
+        func = value.func
+        if type(func) is cst.Attribute and func.attr.value in _PARSE_METHODS:
+            return dotted_name(func.value) in parsers
+        return type(func) is cst.Name and func.value in helpers
+
+    helpers = {
+        node.name.value
+        for node in ctx.tree.nodes
+        if type(node) is cst.FunctionDef
+        and any(type(r) is cst.Return and parses(r.value, set()) for r in ctx.tree.walk_scope(node))
+    }
+    namespaces: set[str] = set()
+    for node in ctx.tree.nodes:
+        if type(node) is cst.Assign and parses(node.value, helpers):
+            for target in node.targets:
+                bound = target.target
+                if type(bound) in (cst.Tuple, cst.List) and bound.elements:
+                    bound = bound.elements[0].value  # `args, unknown = parser.parse_known_args()`
+                name = dotted_name(bound)
+                if name is not None:
+                    namespaces.add(name)
+    uses = _namespace_device_uses(ctx, namespaces)
+    found: dict[int, tuple[cst.BaseExpression, str, str]] = {}
+    for node in ctx.tree.nodes:
+        if type(node) is not cst.Call or type(node.func) is not cst.Attribute or node.func.attr.value != "add_argument":
+            continue
+        if dotted_name(node.func.value) not in parsers:
+            continue
+        option, dest = _option_dest(node)
+        default = keyword_arg(node, "default")
+        if dest is None or dest not in uses or default is None:
+            continue
+        literal = _unguarded_accelerator(ctx, default.value)
+        if literal is not None:
+            found[id(node)] = (literal, option, uses[dest])
+    return found
+
+
+def _option_dest(call: cst.Call) -> tuple[str, str | None]:
+    """(`--device-id`, `device_id`): the option as written and its `dest`."""
+    names = [string_value(a.value) for a in call.args if a.keyword is None and not a.star]
+    names = [n for n in names if n]
+    long = next((n for n in names if n.startswith("--")), None)
+    chosen = long or (names[0] if names else None)
+    if chosen is None:
+        return "?", None
+    explicit = keyword_arg(call, "dest")
+    if explicit is not None:
+        return chosen, string_value(explicit.value)
+    return chosen, chosen.lstrip("-").replace("-", "_")
+
+
+def _namespace_device_uses(ctx, namespaces: set[str]) -> dict[str, str]:
+    """`{dest: code of its use}` for each `<namespace>.<dest>` in a device position:
+    `.to(args.device)`, `device=args.device`, `torch.device(args.device)`, or an
+    assignment to a device name (`device = args.device`)."""
+    uses: dict[str, str] = {}
+
+    def note(expr: cst.BaseExpression, where: cst.CSTNode) -> None:
+        if type(expr) is cst.Attribute and dotted_name(expr.value) in namespaces:
+            uses.setdefault(expr.attr.value, " ".join(ctx.module.code_for_node(where).split())[:60])
+
+    if not namespaces:
+        return uses
+    for node in ctx.tree.nodes:
+        if type(node) is cst.Call:
+            first = node.args[0] if node.args and node.args[0].keyword is None and not node.args[0].star else None
+            method = node.func.attr.value if type(node.func) is cst.Attribute else None
+            if first is not None and (method == "to" or ctx.imports.qualify(node.func) == "torch.device"):
+                note(first.value, node)
+            for arg in node.args:
+                if arg.keyword is not None and arg.keyword.value in DEVICE_KEYWORDS:
+                    note(arg.value, node)
+        elif type(node) is cst.Assign:
+            for target in node.targets:
+                name = target.target.attr.value if type(target.target) is cst.Attribute else dotted_name(target.target)
+                if name in ("device", ctx.config.device_name) or (name or "").endswith("_device"):
+                    note(node.value, node)
+    return uses
+
+
+def _unguarded_accelerator(ctx, value: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The accelerator literal a default names, unless a test of its backend chooses it
+    (`"cuda" if torch.cuda.is_available() else "cpu"`)."""
+    if type(value) is cst.IfExp:
+        body = _unguarded_accelerator(ctx, value.body)
+        if body is not None and accelerator_type(string_value(body) or "") not in ctx.guards.when_true(value.test):
+            return body
+        orelse = _unguarded_accelerator(ctx, value.orelse)
+        if orelse is not None and accelerator_type(string_value(orelse) or "") not in ctx.guards.when_false(value.test):
+            return orelse
+        return None
+    literal = string_value(value)
+    return value if literal is not None and accelerator_type(literal) is not None else None
