@@ -18,7 +18,8 @@ from devlint.analysis.tree import int_value, string_value
 DEVICE_KEYWORDS = frozenset({"device", "map_location", "device_type"})
 _DEVICE_TYPE_FIRST = frozenset(
     {"torch.autocast", "torch.amp.autocast", "torch.amp.GradScaler", "torch.GradScaler",
-     "torch.amp.autocast_mode.autocast"}
+     "torch.amp.autocast_mode.autocast", "torch.distributed.device_mesh.init_device_mesh",
+     "torch.distributed.init_device_mesh"}
 )  # fmt: skip
 _GENERATOR = frozenset({"torch.Generator"})
 VARIABLE = -1  # an index given by a variable: `torch.device("cuda", rank)`

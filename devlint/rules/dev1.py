@@ -7,9 +7,16 @@ from collections.abc import Sequence
 import libcst as cst
 
 from devlint.analysis import device_tables
-from devlint.analysis.guards import named_for_cuda
-from devlint.analysis.literals import VARIABLE, DeviceLiteral, device_literal, is_device_attribute, torch_device_call
-from devlint.analysis.tree import int_value, string_value
+from devlint.analysis.guards import accelerator_type, named_for_cuda
+from devlint.analysis.literals import (
+    DEVICE_KEYWORDS,
+    VARIABLE,
+    DeviceLiteral,
+    device_literal,
+    is_device_attribute,
+    torch_device_call,
+)
+from devlint.analysis.tree import dotted_name, int_value, keyword_arg, string_value
 from devlint.fix.plan import FixPlan, InsertBeforeEnd, NodeEdit, Replace, ReplaceSpan
 from devlint.rules.base import Rule
 
@@ -31,7 +38,9 @@ class HardcodedDevice(Rule):
 
     The literal is reported where a device is chosen: `device=`, `map_location=` and
     `device_type=` arguments, `.to(...)`, `torch.device(...)`, `torch.Generator(...)`,
-    and assignments to `device` or `*_device`. In a run-time choice
+    device types in their positional places (`torch.autocast("cuda")`,
+    `torch.amp.GradScaler("cuda")`, `init_device_mesh("cuda", ...)`), and assignments
+    to `device` or `*_device`. In a run-time choice
     (`"cuda" if C else "cpu"`) the literal is portable only when `C` checks its
     backend's availability (or is a flag assigned from such a check): a user's flag
     such as `args.cuda` from argparse is not one.
@@ -79,6 +88,8 @@ class HardcodedDevice(Rule):
         found = device_literal(self.ctx, node)
         if found is None or found.position == "default" or found.has_other_index:
             return
+        if type(node) is cst.Call and discarded_context(self.ctx, node):
+            return  # `torch.device("cuda")` alone on a line chooses nothing: DEV109
         if self.ctx.guards_backend(found.kind, node):
             return  # `"cuda" if torch.cuda.is_available() else "cpu"`: only used where it exists
         if found.cpu_alternative:
@@ -504,6 +515,14 @@ class DeviceDefaultArgument(Rule):
     A device parameter is one named `device`, `map_location`, `*_device` or
     `device_*`. A default with an index other than 0 is DEV103's.
 
+    Also an argparse option whose default is an accelerator
+    (`parser.add_argument("--device", default="cuda")`, any option name, also in an
+    argument group) when the parsed value (`args.device`, however the namespace is
+    named, `dest=` honoured) reaches a device position: `.to(args.device)`,
+    `device=args.device`, `torch.device(args.device)`, `device = args.device`. The
+    finding is at the default. A default chosen by its backend's availability check
+    (`"cuda" if torch.cuda.is_available() else "cpu"`) is not reported.
+
     ## Why is this bad?
     Every caller that relies on the default gets code that only runs with CUDA, and
     the default is hidden from the call site.
@@ -524,11 +543,27 @@ class DeviceDefaultArgument(Rule):
     code = "DEV108"
     name = "device-default-argument"
 
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        self._options: dict[int, tuple[cst.BaseExpression, str, str]] | None = None
+
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         self._check(node)
 
     def visit_Call(self, node: cst.Call) -> None:
         self._check(node)
+        if type(node.func) is cst.Attribute and node.func.attr.value == "add_argument":
+            if self._options is None:
+                self._options = _argparse_device_defaults(self.ctx)
+            found = self._options.get(id(node))
+            if found is not None:
+                literal, option, use = found
+                self.report(
+                    literal,
+                    f"option `{option}` defaults to {self.source_of(literal)}, which reaches `{use}`: "
+                    "the script only runs with that accelerator unless the user passes another; "
+                    "default to a device chosen at run time",
+                )
 
     def _check(self, node: cst.BaseExpression) -> None:
         found = device_literal(self.ctx, node)
@@ -536,3 +571,207 @@ class DeviceDefaultArgument(Rule):
             self.report(
                 node, f"parameter default {found.text} makes callers CUDA-only: default to None and pick at run time"
             )
+
+
+# A device context manager, with the call that does at once what its `with` block does.
+_DEVICE_CONTEXTS = {
+    "torch.accelerator.device_index": "index",
+    "torch.cuda.device": "index",
+    "torch.xpu.device": "index",
+    "torch.cuda.device_of": None,
+    "torch.device": None,
+}
+
+
+def discarded_context(ctx, node: cst.Call) -> str | None:
+    """The qualified name of `node` when it is a device context manager standing alone
+    as a statement (which enters nothing); None otherwise."""
+    name = ctx.qualify(node.func)
+    if name not in _DEVICE_CONTEXTS or node.lpar:
+        return None
+    expr = ctx.parent(node)
+    return name if type(expr) is cst.Expr else None
+
+
+class DiscardedDeviceContext(Rule):
+    """
+    ## What it does
+    Checks for a device context manager called as a statement of its own, as in `torch.cuda.device(rank)`.
+
+    The context managers are `torch.accelerator.device_index(i)`, `torch.cuda.device(i)`,
+    `torch.xpu.device(i)`, `torch.cuda.device_of(t)` and `torch.device(...)`. As a `with`
+    item, an assigned value or an argument they are not reported.
+
+    ## Why is this bad?
+    These calls only build a context manager; nothing happens until a `with` statement
+    enters it. Alone on a line the call does nothing, and every tensor that was meant
+    for GPU `i` lands on the current device (GPU 0 in every process of a distributed job).
+
+    ## Example
+        torch.accelerator.device_index(local_rank)
+
+    ## Use instead
+        torch.accelerator.set_device_index(local_rank)
+
+    ## Fix safety
+    Unsafe: the fixed line really selects the device, which changes where the following
+    code runs (that is the point). `torch.accelerator.device_index(i)`,
+    `torch.cuda.device(i)` and `torch.xpu.device(i)` become
+    `torch.accelerator.set_device_index(i)`, or `torch.cuda.set_device(i)` when
+    `torch-version` is below 2.6 (only for `torch.cuda`). `torch.device(...)` and
+    `torch.cuda.device_of(t)` get no fix: the intent may have been a `with` block.
+    """
+
+    code = "DEV109"
+    name = "discarded-device-context"
+    fixable = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = discarded_context(self.ctx, node)
+        if name is None:
+            return
+        shown = self.source_of(node.func)
+        fix = self._fix(node, name)
+        remedy = f"use `{fix[1]}(...)`" if fix is not None else "enter it with `with`, or drop the line"
+        self.report(
+            node,
+            f"`{shown}(...)` alone does nothing: it is a context manager that only acts in a `with` block; {remedy}",
+            fix[0] if fix is not None else None,
+        )
+
+    def _fix(self, node: cst.Call, name: str) -> tuple[FixPlan, str] | None:
+        if _DEVICE_CONTEXTS[name] != "index" or len(node.args) != 1:
+            return None
+        arg = node.args[0]
+        if arg.star or (arg.keyword is not None and arg.keyword.value != "device"):
+            return None
+        torch, edits = self.binding.torch()
+        if self.ctx.config.torch_version >= (2, 6):
+            function = f"{torch}.accelerator.set_device_index"
+        elif name == "torch.cuda.device":
+            function = f"{torch}.cuda.set_device"
+        else:
+            return None
+        text = f"{function}({self.source_of(arg.value)})"
+        return FixPlan.unsafe(Replace(node, text), *edits), function
+
+
+_PARSER_FACTORIES = frozenset({"argparse.ArgumentParser"})
+_PARSER_METHODS = frozenset({"add_argument_group", "add_mutually_exclusive_group", "add_subparsers", "add_parser"})
+_PARSE_METHODS = frozenset({"parse_args", "parse_known_args", "parse_intermixed_args"})
+
+
+def _argparse_device_defaults(ctx) -> dict[int, tuple[cst.BaseExpression, str, str]]:
+    """`{id(add_argument call): (default literal, option, use)}` for each argparse option
+    whose default is an unguarded accelerator literal and whose value (`args.<dest>`)
+    reaches a device position."""
+    parsers: set[str] = set()
+    for node in ctx.tree.nodes:
+        if type(node) is cst.Assign and type(node.value) is cst.Call:
+            func = node.value.func
+            if ctx.imports.qualify(func) in _PARSER_FACTORIES or (
+                type(func) is cst.Attribute
+                and func.attr.value in _PARSER_METHODS
+                and dotted_name(func.value) in parsers
+            ):
+                parsers.update(n for t in node.targets if (n := dotted_name(t.target)) is not None)
+    if not parsers:
+        return {}
+
+    def parses(value: cst.BaseExpression | None, helpers: set[str]) -> bool:
+        if type(value) is not cst.Call:
+            return False
+        func = value.func
+        if type(func) is cst.Attribute and func.attr.value in _PARSE_METHODS:
+            return dotted_name(func.value) in parsers
+        return type(func) is cst.Name and func.value in helpers
+
+    helpers = {
+        node.name.value
+        for node in ctx.tree.nodes
+        if type(node) is cst.FunctionDef
+        and any(type(r) is cst.Return and parses(r.value, set()) for r in ctx.tree.walk_scope(node))
+    }
+    namespaces: set[str] = set()
+    for node in ctx.tree.nodes:
+        if type(node) is cst.Assign and parses(node.value, helpers):
+            for target in node.targets:
+                bound = target.target
+                if type(bound) in (cst.Tuple, cst.List) and bound.elements:
+                    bound = bound.elements[0].value  # `args, unknown = parser.parse_known_args()`
+                name = dotted_name(bound)
+                if name is not None:
+                    namespaces.add(name)
+    uses = _namespace_device_uses(ctx, namespaces)
+    found: dict[int, tuple[cst.BaseExpression, str, str]] = {}
+    for node in ctx.tree.nodes:
+        if type(node) is not cst.Call or type(node.func) is not cst.Attribute or node.func.attr.value != "add_argument":
+            continue
+        if dotted_name(node.func.value) not in parsers:
+            continue
+        option, dest = _option_dest(node)
+        default = keyword_arg(node, "default")
+        if dest is None or dest not in uses or default is None:
+            continue
+        literal = _unguarded_accelerator(ctx, default.value)
+        if literal is not None:
+            found[id(node)] = (literal, option, uses[dest])
+    return found
+
+
+def _option_dest(call: cst.Call) -> tuple[str, str | None]:
+    """(`--device-id`, `device_id`): the option as written and its `dest`."""
+    names = [string_value(a.value) for a in call.args if a.keyword is None and not a.star]
+    names = [n for n in names if n]
+    long = next((n for n in names if n.startswith("--")), None)
+    chosen = long or (names[0] if names else None)
+    if chosen is None:
+        return "?", None
+    explicit = keyword_arg(call, "dest")
+    if explicit is not None:
+        return chosen, string_value(explicit.value)
+    return chosen, chosen.lstrip("-").replace("-", "_")
+
+
+def _namespace_device_uses(ctx, namespaces: set[str]) -> dict[str, str]:
+    """`{dest: code of its use}` for each `<namespace>.<dest>` in a device position:
+    `.to(args.device)`, `device=args.device`, `torch.device(args.device)`, or an
+    assignment to a device name (`device = args.device`)."""
+    uses: dict[str, str] = {}
+
+    def note(expr: cst.BaseExpression, where: cst.CSTNode) -> None:
+        if type(expr) is cst.Attribute and dotted_name(expr.value) in namespaces:
+            uses.setdefault(expr.attr.value, " ".join(ctx.module.code_for_node(where).split())[:60])
+
+    if not namespaces:
+        return uses
+    for node in ctx.tree.nodes:
+        if type(node) is cst.Call:
+            first = node.args[0] if node.args and node.args[0].keyword is None and not node.args[0].star else None
+            method = node.func.attr.value if type(node.func) is cst.Attribute else None
+            if first is not None and (method == "to" or ctx.imports.qualify(node.func) == "torch.device"):
+                note(first.value, node)
+            for arg in node.args:
+                if arg.keyword is not None and arg.keyword.value in DEVICE_KEYWORDS:
+                    note(arg.value, node)
+        elif type(node) is cst.Assign:
+            for target in node.targets:
+                name = target.target.attr.value if type(target.target) is cst.Attribute else dotted_name(target.target)
+                if name in ("device", ctx.config.device_name) or (name or "").endswith("_device"):
+                    note(node.value, node)
+    return uses
+
+
+def _unguarded_accelerator(ctx, value: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The accelerator literal a default names, unless a test of its backend chooses it
+    (`"cuda" if torch.cuda.is_available() else "cpu"`)."""
+    if type(value) is cst.IfExp:
+        body = _unguarded_accelerator(ctx, value.body)
+        if body is not None and accelerator_type(string_value(body) or "") not in ctx.guards.when_true(value.test):
+            return body
+        orelse = _unguarded_accelerator(ctx, value.orelse)
+        if orelse is not None and accelerator_type(string_value(orelse) or "") not in ctx.guards.when_false(value.test):
+            return orelse
+        return None
+    literal = string_value(value)
+    return value if literal is not None and accelerator_type(literal) is not None else None

@@ -277,6 +277,9 @@ class OptimizerBeforeMove(Rule):
     ## What it does
     Checks for optimizers built from `model.parameters()` before `model` is moved in the same scope.
 
+    An optimizer is a `torch.optim` class, or a local subclass of `torch.optim.Optimizer`
+    (directly or through local bases).
+
     ## Why is this bad?
     PyTorch's documentation asks for the move first: the optimizer keeps references to
     the parameters it was given, and its state (momentum buffers, Adam's moments, and
@@ -304,11 +307,7 @@ class OptimizerBeforeMove(Rule):
     name = "optimizer-before-move"
 
     def visit_Call(self, node: cst.Call) -> None:
-        qualified = self.ctx.qualify(node.func) or ""
-        last = qualified.rsplit(".", 1)[-1]
-        if not qualified.startswith(device_tables.OPTIMIZER_NAMESPACE) or "lr_scheduler" in qualified:
-            return
-        if not last[:1].isupper() or last == "Optimizer":
+        if not _is_optimizer_class(self.ctx, node.func):
             return
         params = next((a for a in node.args if a.keyword is None or a.keyword.value == "params"), None)
         if params is None:
@@ -336,6 +335,29 @@ class OptimizerBeforeMove(Rule):
 
 
 # -- helpers ---------------------------------------------------------------------------
+
+
+def _is_optimizer_class(ctx, func: cst.BaseExpression, seen: frozenset[str] = frozenset()) -> bool:
+    """A `torch.optim` optimizer class (`torch.optim.Adam`, not a scheduler nor the
+    `Optimizer` base), or a local class built on one or on `Optimizer`."""
+    qualified = ctx.qualify(func) or ""
+    if qualified.startswith(device_tables.OPTIMIZER_NAMESPACE) and "lr_scheduler" not in qualified:
+        last = qualified.rsplit(".", 1)[-1]
+        return last[:1].isupper() and last != "Optimizer"
+    if type(func) is not cst.Name or func.value in seen or ctx.is_local(func.value):
+        return False
+    cls = next(
+        (n for n in ctx.module.body if type(n) is cst.ClassDef and n.name.value == func.value), None
+    )  # a class defined at module level
+    if cls is None:
+        return False
+    for base in cls.bases:
+        name = ctx.imports.qualify(base.value) or ""
+        if name in ("torch.optim.Optimizer", "torch.optim.optimizer.Optimizer"):
+            return True
+        if _is_optimizer_class(ctx, base.value, seen | {func.value}):
+            return True
+    return False
 
 
 def _scopes(tree: Tree, module: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, tuple]]:

@@ -1,0 +1,332 @@
+"""DEV3, the data pipeline: loaders and datasets that meet the accelerator too early.
+
+These rules read the tree and the import table: which calls set the default device,
+which classes are datasets, and which expressions name an accelerator.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from devlint.analysis import device_tables
+from devlint.analysis.guards import accelerator_type
+from devlint.analysis.literals import torch_device_call
+from devlint.analysis.tree import dotted_name, keyword_arg, string_value
+from devlint.fix.plan import FixPlan, InsertAfter
+from devlint.rules.base import Rule
+
+_RANDOM_SAMPLERS = frozenset({"torch.utils.data.RandomSampler", "torch.utils.data.sampler.RandomSampler"})
+_DEFAULT_DEVICE = "torch.set_default_device"
+_DEFAULT_TENSOR_TYPE = "torch.set_default_tensor_type"
+# DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, ...): positions of
+# the arguments that decide whether it builds a RandomSampler of its own.
+_LOADER_POSITIONS = {"shuffle": 2, "sampler": 3, "batch_sampler": 4}
+_LOADER_GENERATOR_POSITION = 12
+_SAMPLER_GENERATOR_POSITION = 3  # RandomSampler(data_source, replacement, num_samples, generator)
+
+
+def _argument(call: cst.Call, keyword: str, position: int | None) -> cst.Arg | None:
+    found = keyword_arg(call, keyword)
+    if found is not None or position is None:
+        return found
+    positional = [a for a in call.args if a.keyword is None]
+    return positional[position] if position < len(positional) else None
+
+
+def _has_star(call: cst.Call) -> bool:
+    return any(a.star for a in call.args)
+
+
+def _names_accelerator_literal(ctx, node: cst.BaseExpression) -> bool:
+    """`"cuda"`, `"mps:0"`, `torch.device("cuda")`."""
+    literal = string_value(node)
+    if literal is not None:
+        return accelerator_type(literal) is not None
+    return torch_device_call(ctx, node) is not None
+
+
+class LoaderUnderAcceleratorDefault(Rule):
+    """
+    ## What it does
+    Checks for a shuffling `DataLoader` or a `RandomSampler` without `generator=` after the default device was set to an accelerator.
+
+    The default device is set by `torch.set_default_device(<accelerator>)` or
+    `torch.set_default_tensor_type(torch.cuda.FloatTensor)` (also the string form),
+    earlier in the same function or at module level, guarded or not. A name passed to
+    `set_default_device` counts as an accelerator, since the code sets it to run there.
+
+    ## Why is this bad?
+    The sampler draws its permutation with `torch.randperm`, which now runs on the
+    accelerator, with a CPU generator: the first epoch fails with `Expected a 'cuda'
+    device type for generator but found 'cpu'`.
+
+    ## Example
+        torch.set_default_device("cuda")
+        loader = DataLoader(dataset, batch_size=32, shuffle=True)
+
+    ## Use instead
+        torch.set_default_device("cuda")
+        generator = torch.Generator(device=torch.get_default_device())
+        loader = DataLoader(dataset, batch_size=32, shuffle=True, generator=generator)
+
+    ## Fix safety
+    Unsafe: the permutation is drawn by another generator, so the batches come in
+    another order. The generator is built on the device given to `set_default_device`
+    when that is a name, else on the device binding.
+    """
+
+    code = "DEV305"
+    name = "loader-under-accelerator-default"
+    fixable = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualified = self.ctx.qualify(node.func)
+        if qualified in device_tables.DATALOADERS:
+            if not self._shuffles(node):
+                return
+            made = "`DataLoader(..., shuffle=True)`"
+        elif qualified in _RANDOM_SAMPLERS:
+            if _has_star(node) or _argument(node, "generator", _SAMPLER_GENERATOR_POSITION) is not None:
+                return
+            made = "`RandomSampler(...)`"
+        else:
+            return
+        setting = self._default_device_setting(node)
+        if setting is None:
+            return
+        shown = " ".join(self.ctx.module.code_for_node(setting).split())
+        message = (
+            f"{made} after `{shown}` draws its permutation on the accelerator with a CPU generator and fails "
+            "(`Expected a 'cuda' device type for generator`): pass `generator=torch.Generator(device=...)`"
+        )
+        self.report(node, message, self._fix(node, setting))
+
+    def _shuffles(self, node: cst.Call) -> bool:
+        if _has_star(node) or _argument(node, "generator", _LOADER_GENERATOR_POSITION) is not None:
+            return False
+        if _argument(node, "sampler", 3) is not None or _argument(node, "batch_sampler", 4) is not None:
+            return False  # a sampler of its own: reported at the RandomSampler, if it is one
+        shuffle = _argument(node, "shuffle", _LOADER_POSITIONS["shuffle"])
+        return shuffle is not None and type(shuffle.value) is cst.Name and shuffle.value.value == "True"
+
+    def _default_device_setting(self, node: cst.Call) -> cst.Call | None:
+        """The last call before `node` (in its function, else at module level) that sets
+        an accelerator as the default device."""
+        functions = self.ctx.functions()
+        scopes = [functions[0]] if functions else []
+        scopes.append(self.ctx.module)
+        top = self.ctx.top_level_statement()
+        for scope in scopes:
+            found = None
+            for candidate in self.ctx.tree.walk_scope(scope):
+                if candidate is node or candidate is top:
+                    break
+                if type(candidate) is cst.Call and self._sets_accelerator_default(candidate):
+                    found = candidate
+            if found is not None:
+                return found
+        return None
+
+    def _sets_accelerator_default(self, call: cst.Call) -> bool:
+        qualified = self.ctx.qualify(call.func)
+        if qualified not in (_DEFAULT_DEVICE, _DEFAULT_TENSOR_TYPE) or not call.args or call.args[0].keyword:
+            return False
+        value = call.args[0].value
+        if qualified == _DEFAULT_DEVICE:
+            if type(value) in (cst.Name, cst.Attribute):
+                return not (type(value) is cst.Name and value.value == "None")
+            return _names_accelerator_literal(self.ctx, value)
+        named = string_value(value) or self.ctx.qualify(value) or ""
+        return named.startswith("torch.cuda.")
+
+    def _fix(self, node: cst.Call, setting: cst.Call) -> FixPlan | None:
+        torch, edits = self.binding.torch()
+        argument = setting.args[0].value
+        if self.ctx.qualify(setting.func) == _DEFAULT_DEVICE and type(argument) is cst.Name:
+            code = argument.value
+        else:
+            device = self.binding.device()
+            if device is None:
+                return None
+            code, edits = device.code, (*edits, *device.edits)
+        last = node.args[-1].value
+        return FixPlan.unsafe(InsertAfter(last, f", generator={torch}.Generator(device={code})"), *edits)
+
+
+_DATASET_BASES = frozenset(
+    {"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset", "torch.utils.data.IterableDataset",
+     "torch.utils.data.dataset.IterableDataset"}
+)  # fmt: skip
+_ITEM_METHODS = frozenset({"__init__", "__getitem__", "__getitems__", "__iter__"})
+_ACCELERATOR_CALLS = frozenset({"torch.accelerator.current_accelerator"})
+
+
+class AcceleratorTensorInDataset(Rule):
+    """
+    ## What it does
+    Checks for a `Dataset` that creates tensors on an accelerator or moves them there in `__init__`, `__getitem__` or `__iter__`.
+
+    A dataset is a subclass of `torch.utils.data.Dataset` or `IterableDataset`, also
+    through local base classes. Reported: `.cuda()`, `.to(d)` and `device=d` in a
+    `torch` call, where `d` is an accelerator literal, a module-level device binding
+    that names the accelerator, or a `self.<attr>` the class assigned from one. A
+    device the dataset was handed (a parameter) may be the CPU and is not reported.
+
+    ## Why is this bad?
+    With `num_workers > 0` the `DataLoader` workers are forked processes, which cannot
+    use CUDA: the first batch fails with `Cannot re-initialize CUDA in forked
+    subprocess`. With no workers, each item is its own small host-to-device copy, and
+    `pin_memory=True` can no longer help.
+
+    ## Example
+        class Pairs(torch.utils.data.Dataset):
+            def __getitem__(self, i):
+                return self.x[i].cuda(), self.y[i].cuda()
+
+    ## Use instead
+        class Pairs(torch.utils.data.Dataset):
+            def __getitem__(self, i):
+                return self.x[i], self.y[i]
+
+        loader = DataLoader(Pairs(), batch_size=64, pin_memory=True)
+        for x, y in loader:
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+
+    ## Fix safety
+    No fix: the move belongs in the training loop, which devlint cannot find from the dataset.
+    """
+
+    code = "DEV306"
+    name = "accelerator-tensor-in-dataset"
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        self._datasets: dict[int, bool] = {}
+        self._accelerator_names: frozenset[str] | None = None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        method = self._dataset_method()
+        if method is None:
+            return
+        cls, function = method
+        func = node.func
+        if type(func) is cst.Attribute and self.ctx.qualify(func) is None:
+            if func.attr.value == "cuda":
+                self._report(node, function, "`.cuda()`")
+                return
+            if func.attr.value == "to":
+                target = _argument(node, "device", 0)
+                if target is not None and self._is_accelerator(target.value, cls, function):
+                    self._report(node, function, f"`.to({self.source_of(target.value)})`")
+                return
+        qualified = self.ctx.qualify(func) or ""
+        if qualified.startswith("torch."):
+            target = keyword_arg(node, "device")
+            if target is not None and self._is_accelerator(target.value, cls, function):
+                self._report(node, function, f"`device={self.source_of(target.value)}`")
+
+    def _report(self, node: cst.Call, function: cst.FunctionDef, what: str) -> None:
+        self.report(
+            node,
+            f"{what} in `{function.name.value}` puts dataset tensors on the accelerator: DataLoader workers cannot "
+            "use CUDA (`Cannot re-initialize CUDA in forked subprocess`); return CPU tensors and move each batch "
+            "in the training loop (`pin_memory=True`, `.to(device, non_blocking=True)`)",
+        )
+
+    def _dataset_method(self) -> tuple[cst.ClassDef, cst.FunctionDef] | None:
+        """The dataset class and its item method around the current node, if any."""
+        ancestors = self.ctx.ancestors
+        for index in range(len(ancestors) - 1, 0, -1):
+            if type(ancestors[index]) is not cst.ClassDef:
+                continue
+            cls = ancestors[index]
+            function = next((n for n in ancestors[index + 1 :] if type(n) is cst.FunctionDef), None)
+            if function is None or function.name.value not in _ITEM_METHODS:
+                return None
+            if self.ctx.parent(self.ctx.parent(function)) is not cls or not self._is_dataset(cls):
+                return None  # a method of the class itself, not of a class or function inside it
+            return cls, function
+        return None
+
+    def _is_dataset(self, cls: cst.ClassDef, seen: frozenset[int] = frozenset()) -> bool:
+        known = self._datasets.get(id(cls))
+        if known is not None:
+            return known
+        answer = False
+        classes = {n.name.value: n for n in self.ctx.tree.nodes if type(n) is cst.ClassDef}
+        for base in cls.bases:
+            if self.ctx.imports.qualify(base.value) in _DATASET_BASES:
+                answer = True
+                break
+            local = classes.get(dotted_name(base.value) or "")
+            if (
+                local is not None
+                and local is not cls
+                and id(local) not in seen
+                and self._is_dataset(local, seen | {id(cls)})
+            ):
+                answer = True
+                break
+        self._datasets[id(cls)] = answer
+        return answer
+
+    def _is_accelerator(self, node: cst.BaseExpression, cls: cst.ClassDef, function: cst.FunctionDef) -> bool:
+        """Does `node` surely name an accelerator (where there is one)? Parameters and
+        unknown attributes may be the CPU."""
+        if _names_accelerator_literal(self.ctx, node):
+            return True
+        if type(node) is cst.Name:
+            if node.value in self.ctx.bindings_of(function):
+                return False
+            return node.value in self._module_accelerator_names()
+        if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self":
+            return self._attribute_names_accelerator(cls, node.attr.value)
+        return False
+
+    def _attribute_names_accelerator(self, cls: cst.ClassDef, attribute: str) -> bool:
+        """Is every `self.<attribute> = ...` of the class an accelerator? A module-level
+        binding counts, unless a parameter or local of the method shadows it
+        (`self.device = device` in `__init__(self, device="cpu")`)."""
+        module_names = self._module_accelerator_names()
+        values = []
+        for function, _ in self.ctx.tree.functions(cls):
+            if type(function) is not cst.FunctionDef:
+                continue
+            visible = module_names - self.ctx.bindings_of(function)
+            for node in self.ctx.tree.walk_scope(function):
+                if type(node) is cst.Assign and any(dotted_name(t.target) == f"self.{attribute}" for t in node.targets):
+                    values.append((node.value, visible))
+        return bool(values) and all(self._names_accelerator_value(v, names) for v, names in values)
+
+    def _module_accelerator_names(self) -> frozenset[str]:
+        """Module-level names every assignment of which names the accelerator."""
+        if self._accelerator_names is None:
+            values: dict[str, list[cst.BaseExpression]] = {}
+            for node in self.ctx.tree.walk_scope(self.ctx.module):
+                if type(node) is cst.Assign:
+                    for target in node.targets:
+                        if type(target.target) is cst.Name:
+                            values.setdefault(target.target.value, []).append(node.value)
+            names: frozenset[str] = frozenset()
+            for name, assigned in values.items():  # in source order: `DEVICE = device` after `device = ...`
+                if all(self._names_accelerator_value(v, names) for v in assigned):
+                    names |= {name}
+            self._accelerator_names = names
+        return self._accelerator_names
+
+    def _names_accelerator_value(self, value: cst.BaseExpression, names: frozenset[str]) -> bool:
+        """`"cuda"`, `torch.device("cuda")`, `torch.device("cuda" if C else "cpu")`, the
+        portable expression, or one of `names`."""
+        if type(value) is cst.IfExp:
+            return self._names_accelerator_value(value.body, names) or self._names_accelerator_value(
+                value.orelse, names
+            )
+        if _names_accelerator_literal(self.ctx, value):
+            return True
+        if type(value) is cst.Call:
+            qualified = self.ctx.qualify(value.func)
+            if qualified in _ACCELERATOR_CALLS:
+                return True
+            if qualified == "torch.device" and value.args and type(value.args[0].value) is cst.IfExp:
+                return self._names_accelerator_value(value.args[0].value, names)
+        return type(value) is cst.Name and value.value in names
