@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from devlint.analysis import device_tables
+from devlint.analysis import device_tables, versions
 from devlint.analysis.guards import named_for_cuda
 from devlint.analysis.literals import VARIABLE, DeviceLiteral, device_literal, is_device_attribute, torch_device_call
 from devlint.analysis.tree import int_value, string_value
@@ -305,20 +305,20 @@ def _int_list(node: cst.BaseExpression) -> bool:
 
 
 _UNGUARDED = {
-    # torch.cuda function: (torch.accelerator replacement or None, minimum torch)
-    "synchronize": ("synchronize", (2, 6)),
-    "current_device": ("current_device_index", (2, 6)),
-    "set_device": ("set_device_index", (2, 6)),
-    "memory_allocated": ("memory_allocated", (2, 8)),
-    "max_memory_allocated": ("max_memory_allocated", (2, 8)),
-    "memory_reserved": ("memory_reserved", (2, 8)),
-    "reset_peak_memory_stats": ("reset_peak_memory_stats", (2, 8)),
-    "empty_cache": ("empty_cache", (2, 8)),
-    "get_device_name": (None, None),
-    "get_device_properties": (None, None),
-    "get_device_capability": (None, None),
-    "Stream": (None, None),
-    "Event": (None, None),
+    # torch.cuda function: its torch.accelerator replacement, or None
+    "synchronize": "synchronize",
+    "current_device": "current_device_index",
+    "set_device": "set_device_index",
+    "memory_allocated": "memory_allocated",
+    "max_memory_allocated": "max_memory_allocated",
+    "memory_reserved": "memory_reserved",
+    "reset_peak_memory_stats": "reset_peak_memory_stats",
+    "empty_cache": "empty_cache",
+    "get_device_name": None,
+    "get_device_properties": None,
+    "get_device_capability": None,
+    "Stream": None,
+    "Event": None,
 }
 # Without CUDA these do not raise: the statistics report 0 and `empty_cache` does nothing.
 # Their `torch.accelerator` versions raise without an accelerator, so they are only
@@ -376,7 +376,8 @@ class UnguardedCudaApi(Rule):
             return
         if function == "set_device" and node.args and int_value(node.args[0].value) is not None:
             return  # DEV103
-        replacement, minimum = _UNGUARDED[function]
+        replacement = _UNGUARDED[function]
+        minimum = versions.first_release(f"torch.accelerator.{replacement}") if replacement else None
         available = replacement is not None and self.ctx.config.torch_version >= minimum
         if function == "empty_cache" and not available:
             return  # harmless without CUDA, and nothing better to offer
