@@ -495,7 +495,7 @@ class CudaRuntimeCall(Rule):
     ## Fix safety
     Unsafe: on a non-CUDA accelerator the call now acts on it. Each replacement is
     offered only where `torch-version` has it (`torch.accelerator` 2.6, its memory
-    functions 2.8). A call outside a guard that DEV106 fixes is DEV106's.
+    functions 2.8). A call outside a guard is DEV106's when DEV106 is selected.
     """
 
     code = "DEV503"
@@ -513,8 +513,8 @@ class CudaRuntimeCall(Rule):
             return
         if function == "set_device" and node.args and int_value(node.args[0].value) is not None:
             return  # DEV103
-        if not ctx.guards_backend("cuda") and ctx.config.is_enabled("DEV106") and self._statement_alone(node):
-            return  # DEV106 puts it under a guard
+        if not ctx.guards_backend("cuda") and ctx.config.is_enabled("DEV106"):
+            return  # DEV106's: outside a guard the accelerator version may raise where this one does not
         fix = None
         if _has(ctx, target):
             fix = FixPlan.unsafe(Replace(node.func, _accelerator(ctx, target)))
@@ -522,11 +522,6 @@ class CudaRuntimeCall(Rule):
         else:
             message = f"`{qualified}` addresses CUDA only: `{target}` (torch >= {versions.release_text(target)})"
         self.report(node, message, fix)
-
-    def _statement_alone(self, node: cst.Call) -> bool:
-        expr = self.ctx.parent(node)
-        line = self.ctx.parent(expr) if type(expr) is cst.Expr else None
-        return not node.lpar and type(line) is cst.SimpleStatementLine and len(line.body) == 1
 
 
 _PROCESS_GROUP = frozenset({"torch.distributed.init_process_group", "torch.distributed.new_group"})
