@@ -433,15 +433,16 @@ class CudaAvailabilityCheck(Rule):
                         a.star or (a.keyword is not None and a.keyword.value not in _DEVICE_KWARGS) for a in node.args
                     ) or any(a.keyword is None for a in node.args):
                         return node
-                    device = self.binding.device()
+                    device = self._device_at(node)
                     if device is None:
                         return node
+                    code, device_edits = device
                     edits.append(Replace(func.attr, "to"))
                     if node.args:
-                        edits.append(Replace(node.args[0], f"{device.code}, {self.source_of(node.args[0])}"))
+                        edits.append(Replace(node.args[0], f"{code}, {self.source_of(node.args[0])}"))
                     else:
-                        edits.append(InsertBeforeEnd(node, device.code))
-                    edits.extend(device.edits)
+                        edits.append(InsertBeforeEnd(node, code))
+                    edits.extend(device_edits)
             elif kind is cst.Attribute and node.attr.value in ("is_cuda", "is_mps", "is_xpu"):
                 return node
             elif kind in (cst.SimpleString, cst.FormattedString):
@@ -449,6 +450,28 @@ class CudaAvailabilityCheck(Rule):
                 if literal is not None and accelerator_type(literal) is not None and not self._in_chain(node, region):
                     return node
         return None
+
+    def _device_at(self, call: cst.Call) -> tuple[str, tuple[NodeEdit, ...]] | None:
+        """The device binding where `call` stands (the walk is at the check, which may come
+        before a module-level `device = ...` that `call` follows)."""
+        device = self.binding.device()
+        if device is not None:
+            return device.code, device.edits
+        name = self.ctx.config.device_name
+        if self.ctx.functions() or not self.binding.has_module_binding():
+            return None
+        body = self.ctx.module.body
+        index_of = {id(n): i for i, stmt in enumerate(body) for n in self.ctx.tree.walk(stmt)}
+        first = next(
+            (
+                i
+                for i, stmt in enumerate(body)
+                for n in self.ctx.tree.walk_scope(stmt)
+                if type(n) is cst.AssignTarget and dotted_name(n.target) == name
+            ),
+            None,
+        )
+        return (name, ()) if first is not None and first < index_of.get(id(call), -1) else None
 
     def _in_chain(self, literal: cst.CSTNode, region: cst.CSTNode) -> bool:
         for node in self.ctx.tree.walk(region):
