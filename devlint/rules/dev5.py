@@ -102,6 +102,13 @@ def _guards_own_backend(ctx, test: cst.BaseExpression, kind: str) -> bool:
     return kind in ctx.guards.when_true(test)
 
 
+def _guards_other_backend(ctx, test: cst.BaseExpression, kind: str) -> bool:
+    """`"mps" if torch.cuda.is_available() else ...` chooses no device by its own check:
+    no selection chain. A test that says nothing about the machine is a user flag."""
+    implied = ctx.guards.when_true(test)
+    return bool(implied) and kind not in implied
+
+
 def ifexp_chain(ctx, node: cst.BaseExpression) -> Chain | None:
     """`"cuda" if C1 else "mps" if C2 else "cpu"` (also inside `torch.device(...)`, also of
     torch.device values), each test guarding its own backend."""
@@ -117,7 +124,7 @@ def ifexp_chain(ctx, node: cst.BaseExpression) -> Chain | None:
     as_device = wrapped
     while type(node) is cst.IfExp:
         choice = _device_choice(ctx, node.body)
-        if choice is None or choice[0] == "cpu" or not _guards_own_backend(ctx, node.test, choice[0]):
+        if choice is None or choice[0] == "cpu" or _guards_other_backend(ctx, node.test, choice[0]):
             return None
         tests.append(node.test)
         as_device = as_device or choice[1]
@@ -150,7 +157,7 @@ def statement_chain(ctx, node: cst.If) -> Chain | None:
             if choice[0] != "cpu":
                 return None
             return Chain(node, tuple(tests), as_device, target) if tests else None
-        if choice[0] == "cpu" or not _guards_own_backend(ctx, branch.test, choice[0]):
+        if choice[0] == "cpu" or _guards_other_backend(ctx, branch.test, choice[0]):
             return None
         tests.append(branch.test)
         branch = branch.orelse
@@ -211,14 +218,23 @@ def _is_pure_check(ctx, test: cst.BaseExpression) -> bool:
 def chain_fix(ctx, chain: Chain) -> tuple[str, bool]:
     """The replacement text of `chain` and whether it is safe (every test a pure check)."""
     pure = all(_is_pure_check(ctx, t) for t in chain.tests)
+    available = f"{_accelerator(ctx, 'accelerator.is_available')}()"
     if pure:
-        test = f"{_accelerator(ctx, 'accelerator.is_available')}()"
+        test = available
     else:
         rendered: list[str] = []
         for t in chain.tests:
             text = ctx.module.code_for_node(t.visit(_ChecksToAccelerator(ctx)).with_changes(lpar=(), rpar=()))
-            if type(t) is cst.BooleanOperation or type(t) is cst.IfExp:
+            user_flag = not ctx.guards.when_true(t)
+            grouped = type(t) is cst.IfExp or (
+                type(t) is cst.BooleanOperation and (len(chain.tests) > 1 or type(t.operator) is cst.Or)
+            )
+            if grouped and (len(chain.tests) > 1 or user_flag):
                 text = f"({text})"
+            if user_flag:  # the user's flag stays, and the accelerator must exist
+                text = f"{text} and {available}"
+                if len(chain.tests) > 1:
+                    text = f"({text})"
             if text not in rendered:
                 rendered.append(text)
         test = " or ".join(rendered)
@@ -378,8 +394,8 @@ class CudaAvailabilityCheck(Rule):
             self.report(node, f"{check} finds only one backend (torch.accelerator needs torch 2.6)")
             return
         edits: list[NodeEdit] = [Replace(node.func, replacement)]
-        for region in regions:
-            blocker = self._rewrite_region(region, edits)
+        for region, present in regions:
+            blocker = self._rewrite_region(region, present, edits)
             if blocker is not None:
                 stays = " ".join(self.source_of(blocker).split())
                 self.report(
@@ -390,35 +406,53 @@ class CudaAvailabilityCheck(Rule):
                 return
         self.report(node, f"{check} finds only one backend: use `{replacement}()`", FixPlan.unsafe(*edits))
 
-    def _decided(self, kind: str, where: cst.CSTNode) -> list[cst.CSTNode] | None:
-        """The code the check decides: the branches of its condition, or of every
-        condition that tests its flag."""
+    def _decided(self, kind: str, where: cst.CSTNode) -> list[tuple[cst.CSTNode, frozenset]] | None:
+        """The code the check decides, each part with the backends present where it runs:
+        the branches of its condition, or of every condition that tests its flag."""
+        guards = self.ctx.guards
         if kind == "condition":
-            return [b for b in (where.body, getattr(where, "orelse", None)) if b is not None]
+            return [
+                (branch, present)
+                for branch, present in (
+                    (where.body, guards.when_true(where.test)),
+                    (getattr(where, "orelse", None), guards.when_false(where.test)),
+                )
+                if branch is not None
+            ]
         targets = where.targets if type(where) is cst.Assign else [where]
         names = {dotted_name(t.target) for t in targets} - {None}
         if not names:
             return None
-        regions: list[cst.CSTNode] = []
+        regions: list[tuple[cst.CSTNode, frozenset]] = []
         for node in self.ctx.tree.nodes:
             if type(node) in (cst.If, cst.IfExp, cst.While) and any(
                 dotted_name(n) in names for n in self.ctx.tree.walk(node.test) if type(n) in (cst.Name, cst.Attribute)
             ):
                 if _chain_or_none(self.ctx, node) is not None:
                     continue  # DEV502's
-                regions.append(node.body)
+                regions.append((node.body, guards.when_true(node.test)))
                 if getattr(node, "orelse", None) is not None:
-                    regions.append(node.orelse)
+                    regions.append((node.orelse, guards.when_false(node.test)))
         return regions
 
-    def _rewrite_region(self, region: cst.CSTNode, edits: list[NodeEdit]) -> cst.CSTNode | None:
-        """Add the edits that make `region` neutral; the first node that cannot be made so."""
+    def _rewrite_region(self, region: cst.CSTNode, present: frozenset, edits: list[NodeEdit]) -> cst.CSTNode | None:
+        """Add the edits that make `region` neutral; the first node that cannot be made so.
+        Where the check's backend is `present`, a device it names is the current accelerator."""
         ctx = self.ctx
+        current = f"{_accelerator(ctx, 'accelerator.current_accelerator')}()"
+        handled: set[int] = set()
         for node in ctx.tree.walk(region):
             kind = type(node)
+            if id(node) in handled:
+                continue
             if kind is cst.Call:
                 func = node.func
                 qualified = ctx.qualify(func) or ""
+                named = self._named_device(node, present)
+                if named is not None:
+                    edits.append(Replace(named, current))
+                    handled.update(id(n) for n in ctx.tree.walk(named))
+                    continue
                 if qualified.startswith("torch.cuda."):
                     function = qualified[len("torch.cuda.") :]
                     if function in _RUNTIME and _has(ctx, _RUNTIME[function]):
@@ -449,6 +483,29 @@ class CudaAvailabilityCheck(Rule):
                 literal = string_value(node)
                 if literal is not None and accelerator_type(literal) is not None and not self._in_chain(node, region):
                     return node
+        return None
+
+    def _named_device(self, call: cst.Call, present: frozenset) -> cst.BaseExpression | None:
+        """In `torch.device("mps")`, `x.to("cuda")` or `f(..., device="cuda")` where that
+        backend is present: the expression naming it (the call, or the string)."""
+        ctx = self.ctx
+        described = torch_device_call(ctx, call)
+        if described is not None:
+            kind, _, index = described
+            return call if kind in present and index in (None, 0) else None
+        candidates = [a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"]
+        if (
+            type(call.func) is cst.Attribute
+            and call.func.attr.value == "to"
+            and call.args
+            and call.args[0].keyword is None
+        ):
+            candidates.append(call.args[0].value)
+        for value in candidates:
+            literal = string_value(value)
+            kind = accelerator_type(literal) if literal is not None else None
+            if kind is not None and kind in present and literal in (kind, f"{kind}:0"):
+                return value
         return None
 
     def _device_at(self, call: cst.Call) -> tuple[str, tuple[NodeEdit, ...]] | None:
