@@ -385,6 +385,8 @@ class CudaAvailabilityCheck(Rule):
         if decision is None or _chain_around(ctx) is not None:
             return
         kind, where = decision
+        if self._dispatches_on_device_type(where):
+            return
         regions = self._decided(kind, where)
         if regions is None:
             return
@@ -405,6 +407,17 @@ class CudaAvailabilityCheck(Rule):
                 )
                 return
         self.report(node, f"{check} finds only one backend: use `{replacement}()`", FixPlan.unsafe(*edits))
+
+    def _dispatches_on_device_type(self, where: cst.CSTNode) -> bool:
+        """`device.type == "cuda" and torch.cuda.is_available()`: a branch per device type
+        (timm's loaders, beside an `npu` one), which already follows the device it is given."""
+        decision = where.test if type(where) in (cst.If, cst.IfExp, cst.While) else where.value
+        guards = self.ctx.guards
+        return any(
+            (type(n) is cst.Comparison and type(n.left) is not cst.Call and guards.implication(n).says_anything)
+            or (type(n) is cst.Attribute and n.attr.value in ("is_cuda", "is_mps", "is_xpu"))
+            for n in self.ctx.tree.walk(decision)
+        )
 
     def _decided(self, kind: str, where: cst.CSTNode) -> list[tuple[cst.CSTNode, frozenset]] | None:
         """The code the check decides, each part with the backends present where it runs:
