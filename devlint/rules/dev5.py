@@ -229,7 +229,9 @@ def chain_fix(ctx, chain: Chain) -> tuple[str, bool]:
             grouped = type(t) is cst.IfExp or (
                 type(t) is cst.BooleanOperation and (len(chain.tests) > 1 or type(t.operator) is cst.Or)
             )
-            if grouped and (len(chain.tests) > 1 or user_flag):
+            if "\n" in text or (
+                grouped and (len(chain.tests) > 1 or user_flag)
+            ):  # a test over lines keeps its parentheses
                 text = f"({text})"
             if user_flag:  # the user's flag stays, and the accelerator must exist
                 text = f"{text} and {available}"
