@@ -698,6 +698,8 @@ class CudaOnlyDeviceTest(Rule):
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value != "is_cuda" or self.ctx.qualify(node) is not None or not self._is_test():
             return
+        if type(node.value) is cst.Name and node.value.value == "self":
+            return  # a flag of the object's own (timm's loaders)
         receiver = self.source_of(node.value)
         self.report(
             node, f'`{receiver}.is_cuda` is False on other accelerators: `{receiver}.device.type != "cpu"` means any'
@@ -717,6 +719,10 @@ class CudaOnlyDeviceTest(Rule):
         )
 
     def _is_test(self) -> bool:
+        """Is the current node (part of) a branch's test that means "on an accelerator"?
+        Not when the test also names another backend (`x.is_cuda or x.is_xpu`: it
+        already knows them apart), nor when the branch calls code named for CUDA
+        (`decode_jpegs_cuda`): then it means CUDA."""
         ctx = self.ctx
         if _cuda_named_scope(ctx):
             return False
@@ -725,7 +731,25 @@ class CudaOnlyDeviceTest(Rule):
             child, parent = ancestors[index], ancestors[index - 1]
             kind = type(parent)
             if kind in (cst.If, cst.IfExp, cst.While) and child is parent.test:
-                return True
+                return not self._names_other_backend(parent.test) and not self._calls_cuda_code(parent.body)
             if kind not in (cst.UnaryOperation, cst.BooleanOperation, cst.Comparison, cst.ComparisonTarget):
                 return False
+        return False
+
+    def _names_other_backend(self, test: cst.BaseExpression) -> bool:
+        for node in self.ctx.tree.walk(test):
+            if type(node) is cst.Attribute and node.attr.value in ("is_xpu", "is_mps", "is_npu", "is_hpu"):
+                return True
+            literal = string_value(node) if type(node) is cst.SimpleString else None
+            if literal is not None and literal != "cuda" and accelerator_type(literal) is not None:
+                return True
+        return False
+
+    def _calls_cuda_code(self, body: cst.CSTNode) -> bool:
+        for node in self.ctx.tree.walk(body):
+            if type(node) is cst.Call:
+                name = dotted_name(node.func) or ""
+                last = name.rsplit(".", 1)[-1]
+                if last != "cuda" and ("cuda" in last.lower() or name.startswith("torch.cuda.")):
+                    return True
         return False
