@@ -715,7 +715,8 @@ class CudaOnlyDeviceTest(Rule):
             return
         receiver = self.source_of(left.value)
         self.report(
-            node, f'`{receiver}.type == "cuda"` is False on other accelerators: `{receiver}.type != "cpu"` means any'
+            node,
+            f'`{" ".join(self.source_of(node).split())}` tells CUDA from all else: `{receiver}.type != "cpu"` means any accelerator',
         )
 
     def _is_test(self) -> bool:
