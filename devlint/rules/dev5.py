@@ -369,8 +369,8 @@ class CudaAvailabilityCheck(Rule):
     check and, in the same edit, everything it decides: `.cuda()` under it becomes
     `.to(device)`; device choices are DEV502's, `torch.cuda` runtime calls DEV503's and
     CUDA tensor types DEV104's. When something the check decides stays CUDA-only (a
-    `"cuda"` string, `torch.cuda.get_device_name`, `.is_cuda`), the finding names its
-    line and has no fix. Needs torch 2.6 (`torch-version`).
+    `"cuda"` string, `torch.cuda.get_device_name`, `.is_cuda`), the finding quotes that
+    code and has no fix. Needs torch 2.6 (`torch-version`).
     """
 
     code = "DEV501"
