@@ -8,6 +8,7 @@ release was read.
 from __future__ import annotations
 
 _NOTES_2_6 = "PyTorch 2.6 release notes: torch.accelerator (is_available, current_accelerator, ...)"
+_GENERIC_STREAMS = "pytorch/pytorch#123611 (device-generic torch.Stream/torch.Event, April 2024): first in 2.4"
 _NOTES_2_8 = "PyTorch 2.8 release notes / docs torch.accelerator.memory: memory_* added"
 
 # API -> (first release, source)
@@ -27,8 +28,8 @@ FIRST_RELEASE: dict[str, tuple[tuple[int, int], str]] = {
     "torch.accelerator.max_memory_reserved": ((2, 8), _NOTES_2_8),
     "torch.accelerator.reset_peak_memory_stats": ((2, 8), _NOTES_2_8),
     "torch.accelerator.empty_cache": ((2, 8), _NOTES_2_8),
-    "torch.Stream": ((2, 3), "docs torch.Stream (device-generic stream class): PyTorch 2.3"),
-    "torch.Event": ((2, 3), "docs torch.Event (device-generic event class): PyTorch 2.3"),
+    "torch.Stream": ((2, 4), _GENERIC_STREAMS),
+    "torch.Event": ((2, 4), _GENERIC_STREAMS),
     "torch.distributed.get_default_backend_for_device": (
         (2, 6),
         "PyTorch 2.6 release notes, distributed: get_default_backend_for_device",
