@@ -20,6 +20,12 @@ _PARALLEL = frozenset(
 )  # fmt: skip
 
 
+def _chosen_by_chain(ctx) -> bool:
+    from devlint.rules.dev5 import in_selection_chain  # the opt-in family, loaded only when selected
+
+    return in_selection_chain(ctx)
+
+
 def _version_text(version: tuple[int, int]) -> str:
     return f"{version[0]}.{version[1]}"
 
@@ -81,6 +87,8 @@ class HardcodedDevice(Rule):
             return
         if self.ctx.guards_backend(found.kind, node):
             return  # `"cuda" if torch.cuda.is_available() else "cpu"`: only used where it exists
+        if self.ctx.config.is_enabled("DEV502") and _chosen_by_chain(self.ctx):
+            return  # DEV502's: the whole choice becomes torch.accelerator
         if found.cpu_alternative:
             message = (
                 f"hardcoded device {found.text} chosen by a test that is no {found.kind} availability check: "

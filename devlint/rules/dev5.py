@@ -195,6 +195,30 @@ def _chain_around(ctx) -> Chain | None:
     return None
 
 
+def in_selection_chain(ctx) -> bool:
+    """Is the current node a device that a selection chain (DEV502) chooses?"""
+    ancestors = ctx.ancestors
+    for index in range(len(ancestors) - 1, 0, -1):
+        node = ancestors[index - 1]
+        if type(node) is cst.If:
+            top = index - 1
+            while top > 0 and type(ancestors[top - 1]) is cst.If and ancestors[top - 1].orelse is ancestors[top]:
+                top -= 1
+            return statement_chain(ctx, ancestors[top]) is not None
+        if type(node) is cst.IfExp:
+            top = index - 1
+            while top > 0 and type(ancestors[top - 1]) is cst.IfExp and ancestors[top - 1].orelse is ancestors[top]:
+                top -= 1
+            if top > 1 and type(ancestors[top - 1]) is cst.Arg and type(ancestors[top - 2]) is cst.Call:
+                wrapped = ifexp_chain(ctx, ancestors[top - 2])
+                if wrapped is not None:
+                    return True
+            return ifexp_chain(ctx, ancestors[top]) is not None
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Module)):
+            return False
+    return False
+
+
 class _ChecksToAccelerator(cst.CSTTransformer):
     def __init__(self, ctx) -> None:
         self.ctx = ctx
