@@ -13,8 +13,9 @@ FAMILIES = {
     "DEV2": "tensors on different devices",
     "DEV3": "models, batches and checkpoints left behind",
     "DEV4": "device performance",
+    "DEV5": "accelerator-agnostic modernisation",
 }
-OPT_IN = frozenset({"DEV4"})  # run only when selected
+OPT_IN = frozenset({"DEV4", "DEV5"})  # run only when selected
 DEFAULT_SELECT = tuple(family for family in FAMILIES if family not in OPT_IN)
 
 

@@ -36,8 +36,9 @@ def _config_for(path: Path, text: str):
             break
         lines.append(match.group("line"))
     table = tomllib.loads("\n".join(lines)) if lines else {}
-    if path.parent.name.startswith("DEV4"):
-        table.setdefault("extend-select", ["DEV4"])
+    for family in ("DEV4", "DEV5"):
+        if path.parent.name.startswith(family):
+            table.setdefault("extend-select", [family])
     return parse_config(table, root=str(path.parent))
 
 

@@ -349,6 +349,8 @@ class BindingService:
 
     def _find_placement_flag(self) -> tuple[str, cst.CSTNode] | None:
         ctx = self.ctx
+        if ctx.config.is_enabled("DEV501"):
+            return None  # DEV501 modernises the flag in the same run: the accelerator binding is right
         for node in ctx.tree.nodes:
             kind = type(node)
             if kind is not cst.If and kind is not cst.IfExp:

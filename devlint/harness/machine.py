@@ -220,6 +220,11 @@ def _queries(backend: Backend) -> dict:
         "synchronize": _synchronize,
         "current_stream": lambda device=None: _Stream(),
     }
+    # torch.accelerator's memory statistics (2.8) answer as the backend's own do
+    for name in ("memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved"):
+        accelerator[name] = lambda device_index=None: 0
+    for name in ("reset_peak_memory_stats", "empty_cache"):
+        accelerator[name] = _nothing
     module = getattr(torch, backend.kind)
     patches = {
         module: {name: _answer(function) for name, function in _device_module(backend).items()},

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from devlint.analysis import device_tables
+from devlint.analysis import device_tables, versions
 from devlint.analysis.guards import accelerator_type, named_for_cuda
 from devlint.analysis.literals import (
     DEVICE_KEYWORDS,
@@ -25,6 +25,12 @@ _PARALLEL = frozenset(
      "torch.nn.parallel.DistributedDataParallel", "torch.nn.parallel.data_parallel.DataParallel",
      "torch.nn.parallel.distributed.DistributedDataParallel"}
 )  # fmt: skip
+
+
+def _chosen_by_chain(ctx) -> bool:
+    from devlint.rules.dev5 import in_selection_chain  # the opt-in family, loaded only when selected
+
+    return in_selection_chain(ctx)
 
 
 def _version_text(version: tuple[int, int]) -> str:
@@ -92,6 +98,8 @@ class HardcodedDevice(Rule):
             return  # `torch.device("cuda")` alone on a line chooses nothing: DEV109
         if self.ctx.guards_backend(found.kind, node):
             return  # `"cuda" if torch.cuda.is_available() else "cpu"`: only used where it exists
+        if self.ctx.config.is_enabled("DEV502") and _chosen_by_chain(self.ctx):
+            return  # DEV502's: the whole choice becomes torch.accelerator
         if found.cpu_alternative:
             message = (
                 f"hardcoded device {found.text} chosen by a test that is no {found.kind} availability check: "
@@ -316,20 +324,20 @@ def _int_list(node: cst.BaseExpression) -> bool:
 
 
 _UNGUARDED = {
-    # torch.cuda function: (torch.accelerator replacement or None, minimum torch)
-    "synchronize": ("synchronize", (2, 6)),
-    "current_device": ("current_device_index", (2, 6)),
-    "set_device": ("set_device_index", (2, 6)),
-    "memory_allocated": ("memory_allocated", (2, 8)),
-    "max_memory_allocated": ("max_memory_allocated", (2, 8)),
-    "memory_reserved": ("memory_reserved", (2, 8)),
-    "reset_peak_memory_stats": ("reset_peak_memory_stats", (2, 8)),
-    "empty_cache": ("empty_cache", (2, 8)),
-    "get_device_name": (None, None),
-    "get_device_properties": (None, None),
-    "get_device_capability": (None, None),
-    "Stream": (None, None),
-    "Event": (None, None),
+    # torch.cuda function: its torch.accelerator replacement, or None
+    "synchronize": "synchronize",
+    "current_device": "current_device_index",
+    "set_device": "set_device_index",
+    "memory_allocated": "memory_allocated",
+    "max_memory_allocated": "max_memory_allocated",
+    "memory_reserved": "memory_reserved",
+    "reset_peak_memory_stats": "reset_peak_memory_stats",
+    "empty_cache": "empty_cache",
+    "get_device_name": None,
+    "get_device_properties": None,
+    "get_device_capability": None,
+    "Stream": None,
+    "Event": None,
 }
 # Without CUDA these do not raise: the statistics report 0 and `empty_cache` does nothing.
 # Their `torch.accelerator` versions raise without an accelerator, so they are only
@@ -387,7 +395,8 @@ class UnguardedCudaApi(Rule):
             return
         if function == "set_device" and node.args and int_value(node.args[0].value) is not None:
             return  # DEV103
-        replacement, minimum = _UNGUARDED[function]
+        replacement = _UNGUARDED[function]
+        minimum = versions.first_release(f"torch.accelerator.{replacement}") if replacement else None
         available = replacement is not None and self.ctx.config.torch_version >= minimum
         if function == "empty_cache" and not available:
             return  # harmless without CUDA, and nothing better to offer

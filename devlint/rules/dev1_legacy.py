@@ -128,6 +128,8 @@ class LegacyTensorType(Rule):
         test = value.test
         if on_cuda[0] and type(test) is cst.Attribute and test.attr.value == "is_cuda":
             return f"{self.source_of(test.value)}.device"
+        if type(test) is cst.Name and self.ctx.config.is_enabled("DEV501") and self.ctx.guards.flag(test.value):
+            return None  # DEV501 modernises the flag in the same run: the binding is right
         follows = self.binding.placement_flag()
         if type(test) is cst.Name and follows is not None and f" if {test.value} else " in follows[0]:
             return None
