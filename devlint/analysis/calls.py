@@ -115,7 +115,7 @@ class TorchCalls:
                 return OTHER
         if name is not None and name in self.params and callee.kind is Kind.UNKNOWN:
             # `net(data)` with a model handed in: its output may be where its input is
-            if any(may_be_accel(v) for a, v in zip(node.args, args) if a.keyword is None):
+            if any(v.may_be_accel_tensor for a, v in zip(node.args, args) if a.keyword is None):
                 return AbstractValue(maybe_accel=True)
         return UNKNOWN
 
@@ -167,9 +167,7 @@ class TorchCalls:
                     self._conflict(Conflict(node, cpu, other, "module"))
                     break
             return AbstractValue(Kind.UNKNOWN, module.device, None, module.origin, module.source, module.how)
-        if layer in T.MIXED_INPUT_LAYERS:
-            pass
-        elif module.stateless:
+        if module.stateless and layer not in T.MIXED_INPUT_LAYERS:
             self._check_operands(node, tensors)  # a loss is an operation on its inputs
         elif torch_layer and len(tensors) > 1:
             self._check_operands(node, tensors, elementwise=False)  # `self.lstm(x, (h0, c0))`
@@ -410,7 +408,7 @@ class TorchCalls:
         kind = receiver.kind
         if name in ("append", "extend", "insert") and kind in (Kind.OTHER, Kind.UNKNOWN) and not receiver.device.known:
             # `losses.append(loss)`: the list now holds an accelerator tensor
-            if any(may_be_accel(v) or v.holds_accel for v in args) and dotted_name(receiver_expr) is not None:
+            if any(v.may_be_accel_tensor or v.holds_accel for v in args) and dotted_name(receiver_expr) is not None:
                 self.bind(receiver_expr, replace(receiver, holds_accel=True), state)
             return OTHER
         if kind is Kind.TENSOR or (
@@ -613,13 +611,6 @@ class TorchCalls:
     def _snapshot(self, node: cst.CSTNode, state: State) -> None:
         if not self.phase1 and id(node) not in self.result.snapshots:
             self.result.snapshots[id(node)] = (self.params, state.mark())
-
-
-def may_be_accel(value: AbstractValue) -> bool:
-    """A tensor (or a module's output) on an accelerator on every path, or on some."""
-    if value.kind in (Kind.MODULE, Kind.OTHER, Kind.DEVICE, Kind.DATALOADER):
-        return False
-    return (value.tensor_like and value.device.is_accel) or value.maybe_accel
 
 
 def is_true_arg(arg: cst.Arg | None) -> bool:

@@ -2,7 +2,7 @@
 returns (SPEC §2, DEV303): a state dict that only feeds `load_state_dict`, a model, or
 nothing the device matters to (a data file).
 
-    uses = CheckpointUses(ctx)
+    uses = CheckpointUses(DeviceAnalysis.of(ctx))
     uses.of(call)   # "state", "model" or None
 """
 
@@ -15,7 +15,7 @@ import libcst as cst
 from devlint.analysis.tree import child_list, dotted_name
 
 if TYPE_CHECKING:
-    from devlint.analysis.context import FileContext
+    from devlint.analysis.devices import DeviceAnalysis
 
 STATE = "state"  # reaches `load_state_dict` only: exact on the CPU
 MODEL = "model"  # used as a model (called, `.eval()`, moved), or handed on with one
@@ -31,8 +31,9 @@ _MAX_DEPTH = 4  # helpers followed through at most this many calls or returns
 class CheckpointUses:
     """The uses of loaded objects in one file; the parent table is built on first use."""
 
-    def __init__(self, ctx: FileContext) -> None:
-        self.ctx = ctx
+    def __init__(self, analysis: DeviceAnalysis) -> None:
+        self.analysis = analysis
+        self.ctx = analysis.ctx
         self._parents: dict[int, cst.CSTNode] | None = None
         self._calls: dict[str, list[cst.Call]] | None = None
         self._seen: set[tuple[int, str]] = set()
@@ -81,15 +82,14 @@ class CheckpointUses:
         func = call.func
         if type(func) is cst.Attribute and func.attr.value == "load_state_dict":
             return STATE
-        name = func.value if type(func) is cst.Name else None
-        function = self.ctx.device_analysis.model.callee(name) if name and self.ctx.device_analysis else None
+        model = self.analysis.model
+        function = model.callee(func.value) if type(func) is cst.Name else None
         if function is not None and depth < _MAX_DEPTH:
-            param = _parameter_for(function, call, arg)
+            param = _parameter_for(model.parameter_names(function, bound=False), call, arg)
             return self._name_use(function.body, param, depth + 1) if param else None
-        if depth == 0 and self.ctx.device_analysis is not None:
+        if depth == 0:
             # `transfer(model, torch.load(path))`: handed on with a model, by code not seen
-            analysis = self.ctx.device_analysis
-            if any(a is not arg and analysis.value_of(a.value).is_module for a in call.args):
+            if any(a is not arg and self.analysis.value_of(a.value).is_module for a in call.args):
                 return MODEL
         return None
 
@@ -150,12 +150,12 @@ def _strongest(uses: list[str | None]) -> str | None:
     return STATE if STATE in uses else None
 
 
-def _parameter_for(function: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> str | None:
+def _parameter_for(params: list[str], call: cst.Call, arg: cst.Arg) -> str | None:
+    """The parameter (of `params`, in order) that `arg` of `call` fills."""
     if arg.keyword is not None:
         return arg.keyword.value
     positional = [a for a in call.args if a.keyword is None]
     if any(a.star for a in positional):
         return None
     index = next(i for i, a in enumerate(positional) if a is arg)
-    params = [*function.params.posonly_params, *function.params.params]
-    return params[index].name.value if index < len(params) else None
+    return params[index] if index < len(params) else None

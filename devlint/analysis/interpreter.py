@@ -36,7 +36,7 @@ from devlint.analysis.tree import (
     positional_args,
     string_value,
 )
-from devlint.analysis.calls import TorchCalls, may_be_accel
+from devlint.analysis.calls import TorchCalls
 from devlint.analysis.guards import accelerator_type
 
 if TYPE_CHECKING:
@@ -710,7 +710,7 @@ class ScopeEvaluator(TorchCalls):
                 value = self.eval(element.value, state)
             else:
                 value = self.eval(element.value, state)
-            holds = holds or value.holds_accel or may_be_accel(value)
+            holds = holds or value.holds_accel or value.may_be_accel_tensor
         return HOLDS_ACCEL if holds else OTHER
 
     eval_Tuple = eval_List = eval_Set = eval_Dict = _collection

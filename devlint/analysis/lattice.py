@@ -139,6 +139,13 @@ class AbstractValue:
         """On an accelerator on every path, or on some."""
         return self.device.is_accel or self.maybe_accel
 
+    @property
+    def may_be_accel_tensor(self) -> bool:
+        """A tensor (or a module's output) on an accelerator on every path, or on some."""
+        if self.kind in (Kind.MODULE, Kind.OTHER, Kind.DEVICE, Kind.DATALOADER):
+            return False
+        return (self.tensor_like and self.device.is_accel) or self.maybe_accel
+
     def on(self, device: Device, origin: cst.CSTNode | None, source: Source, how: str) -> AbstractValue:
         return replace(self, device=device, origin=origin, source=source, how=how, maybe_accel=False)
 

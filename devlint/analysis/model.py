@@ -14,6 +14,7 @@ import libcst as cst
 from devlint.analysis import device_tables as T
 from devlint.analysis.lattice import OTHER, UNKNOWN, UNKNOWN_DEVICE, AbstractValue, Kind, Operand, accel
 from devlint.analysis.tree import (
+    decorator_names,
     dotted_name,
     keyword_arg,
     positional_args,
@@ -124,7 +125,7 @@ class FileModel(RelevanceGate):
     def scope(self, function: cst.FunctionDef | cst.Lambda, enclosing: list) -> ScopeResult:
         # a function called by the module body while it runs sees the module's names
         # unknown: that answer is kept only until the module body is done
-        scopes = self._early_scopes if self._module is not None and self._module_running else self._scopes
+        scopes = self._early_scopes if self._module_running else self._scopes
         result = scopes.get(id(function))
         if result is None:
             if id(function) in self._running:
@@ -162,11 +163,8 @@ class FileModel(RelevanceGate):
     def summary_of(self, function: cst.FunctionDef) -> ScopeResult | None:
         """The interpretation of `function`, when a call to it returns what its body
         returns (no decorator that could change it)."""
-        for decorator in function.decorators:
-            expr = decorator.decorator
-            name = dotted_name(expr.func if type(expr) is cst.Call else expr)
-            if name not in _TRANSPARENT_DECORATORS:
-                return None
+        if not decorator_names(function) <= _TRANSPARENT_DECORATORS:
+            return None
         if function.asynchronous is not None:
             return None
         return self.scope(function, [])
@@ -188,7 +186,7 @@ class FileModel(RelevanceGate):
                 if device.symbol == f"{head}.device" and argument is not None and argument.device.known:
                     return replace(value, device=argument.device, maybe_accel=argument.maybe_accel)
                 return replace(value, device=UNKNOWN_DEVICE, origin=None, how="", maybe_accel=False)
-            if head in self.ctx.bindings_of(function) or (bound and head == "self" and not params):
+            if head in self.ctx.bindings_of(function):
                 return replace(value, device=accel(None))
         return value
 

@@ -389,8 +389,11 @@ def positional_args(call: cst.Call) -> list[cst.Arg]:
 
 
 def decorator_names(function: cst.FunctionDef) -> set[str | None]:
-    """The decorators as dotted names (None for a call such as `@torch.no_grad()`)."""
-    return {dotted_name(d.decorator) for d in function.decorators}
+    """The decorators as dotted names, a call by its callee (`@torch.no_grad()` is
+    `torch.no_grad`); None for one that is no dotted name."""
+    return {
+        dotted_name(d.decorator.func if type(d.decorator) is cst.Call else d.decorator) for d in function.decorators
+    }
 
 
 def statement_suites(stmt: cst.CSTNode) -> list[cst.BaseSuite]:

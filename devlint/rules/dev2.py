@@ -5,7 +5,6 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.analysis import device_tables
-from devlint.analysis.calls import may_be_accel
 from devlint.analysis.devices import DeviceAnalysis
 from devlint.analysis.lattice import Conflict, Operand, Source
 from devlint.analysis.tree import Tree, dotted_name
@@ -220,7 +219,7 @@ class NumpyOnDevice(Rule):
             return
         analysis = DeviceAnalysis.of(self.ctx)
         value = analysis.value_of(func.value)
-        if not may_be_accel(value):
+        if not value.may_be_accel_tensor:
             return
         receiver = analysis.code(func.value, 40)
         where = f"lives on {value.device}" if value.device.is_accel else "may live on an accelerator"
@@ -238,7 +237,7 @@ class NumpyOnDevice(Rule):
             if arg.keyword is not None or arg.star:
                 continue
             value = analysis.value_of(arg.value)
-            if may_be_accel(value):
+            if value.may_be_accel_tensor:
                 fix = None
                 if type(arg.value) in (cst.Name, cst.Attribute, cst.Call, cst.Subscript):
                     fix = FixPlan.safe(InsertAfter(arg.value, ".cpu()"))
@@ -355,7 +354,7 @@ def _describe(analysis: DeviceAnalysis, operand: Operand) -> str:
 
 
 def _self_attribute(expr: cst.BaseExpression) -> bool:
-    """`self.mask` (or `self.mask[...]`): an attribute of the instance."""
+    """`self.mask` (or `self.mask[...]`): an attribute read off a name."""
     while type(expr) is cst.Subscript:
         expr = expr.value
     return type(expr) is cst.Attribute and type(expr.value) is cst.Name

@@ -255,7 +255,7 @@ class LoadWithoutMapLocation(Rule):
             return
         analysis = DeviceAnalysis.of(self.ctx)
         if self._uses is None:
-            self._uses = CheckpointUses(self.ctx)
+            self._uses = CheckpointUses(analysis)
         use = self._uses.of(node)
         if use is None:
             return
