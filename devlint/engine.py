@@ -22,7 +22,7 @@ from typing import TypeVar
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
-from devlint.analysis.context import FileContext
+from devlint.analysis.context import BOOKKEEPING, SCOPES, FileContext
 from devlint.analysis.model import ANALYSIS_BUDGET
 from devlint.fix.binding import BindingService
 from devlint.config import Config
@@ -77,13 +77,27 @@ def needs_parse(text: str) -> bool:
     return ("torch" in text or "cuda" in text) and not skips_file(text)
 
 
-def lint_source(text: str, path: str = "<string>", config: Config | None = None, *, noqa: bool = True) -> FileResult:
+def lint_source(
+    text: str,
+    path: str = "<string>",
+    config: Config | None = None,
+    *,
+    noqa: bool = True,
+    python_tree: ast.Module | None = None,
+) -> FileResult:
+    """The findings of one file. `python_tree`: the running Python's `ast` of `text`, where
+    the caller already has it (flake8 parses every file before its plugins run), so that
+    it is not parsed twice."""
     config = config or Config()
     if "\0" in text:
         return FileResult(unreadable(path, "could not parse this file: it contains NUL bytes", config))
     if not needs_parse(text):
         return FileResult()
-    verdict = _python_verdict(text)
+    if isinstance(python_tree, ast.Module):
+        verdict = _PythonVerdict(tree=python_tree)
+    else:
+        with _collector_paused():
+            verdict = _python_verdict(text)
     if verdict.fatal:
         result = FileResult()
         if config.is_enabled("DEV000", path):
@@ -102,7 +116,7 @@ def lint_source(text: str, path: str = "<string>", config: Config | None = None,
 def _collector_paused() -> Iterator[None]:
     """Pause Python's cycle collector while one file is parsed and checked.
 
-    libcst builds an object per node and token, and none of them is garbage until the
+    Python's parser and libcst build an object per node and token, and none of them is garbage until the
     file is done, so each collection pass over the growing tree is wasted work (it is
     worse inside flake8, whose tokens and AST for the same file are young objects too).
     The few cycles a file leaves are freed by the next collection after it.
@@ -298,10 +312,37 @@ def _nesting_depth(text: str) -> int:
     return deepest
 
 
+_VALIDATE = cst.CSTNode.__dict__.get("__post_init__")
+
+
+def _trust_parsed_nodes(node: cst.CSTNode) -> None:
+    """What `CSTNode.__post_init__` does while the parser builds a tree: nothing."""
+
+
+def parse_module(text: str) -> cst.Module:
+    """`libcst.parse_module`, without validating each node as the parser builds it.
+
+    Every libcst node checks its own fields when it is constructed (`__post_init__`
+    calls `_validate`), which catches hand-built nodes with bad whitespace; the parser's
+    nodes are valid by construction, and those checks are about a seventh of a parse
+    (libcst's own note in `CSTNode.__post_init__` says as much). The check is lifted
+    for the length of the call only: the nodes a fix builds are validated as always,
+    and parsing runs on the one deep thread (`run_deep`), so no other devlint code builds
+    nodes meanwhile. A libcst without that hook parses as before.
+    """
+    if _VALIDATE is None:
+        return cst.parse_module(text)
+    cst.CSTNode.__post_init__ = _trust_parsed_nodes
+    try:
+        return cst.parse_module(text)
+    finally:
+        cst.CSTNode.__post_init__ = _VALIDATE
+
+
 def _libcst_parse(text: str, verdict: _PythonVerdict) -> cst.Module | _SyntaxProblem:
     """libcst's tree of a file, or why the file is DEV000. Call it through `run_deep`."""
     try:
-        module = cst.parse_module(text)
+        module = parse_module(text)
     except cst.ParserSyntaxError as err:
         if verdict.error is not None:
             return _SyntaxProblem.from_syntax_error(verdict.error)  # Python places it better
@@ -340,7 +381,7 @@ def _parse_shortened(text: str) -> cst.Module | None:
             end = starts[token.end[0] - 1] + token.end[1]
             blanked[start:end] = [c if c in "\r\n" else " " for c in text[start:end]]
     try:
-        return cst.parse_module("".join(blanked))
+        return parse_module("".join(blanked))
     except cst.ParserSyntaxError:
         return None
 
@@ -396,18 +437,30 @@ def _walk(ctx: FileContext, path: str, config: Config, errors: list[InternalErro
     nodes, ends = ctx.tree.nodes, ctx.tree.ends
     open_ends: list[int] = []  # where each node on the current path ends
     handlers_of = dispatch.get
+    # the route from the module down is ctx.ancestors; only the node types the context keeps books on go
+    # through ctx.enter and ctx.leave (the hot loop of every file)
+    route, bookkeeping, scopes = ctx.ancestors, BOOKKEEPING, SCOPES
     for index, node in enumerate(nodes):
         while open_ends and open_ends[-1] <= index:
             open_ends.pop()
-            ctx.leave()
-        handlers = handlers_of(type(node))
+            if type(route[-1]) in scopes:
+                ctx.leave()
+            else:
+                route.pop()
+        node_type = type(node)
+        handlers = handlers_of(node_type)
         end = ends[index]
-        if handlers is None and end == index + 1:
-            continue  # a leaf no rule visits (most are names): the path does not change
-        ctx.enter(node)
+        if handlers is None:
+            if end == index + 1:
+                continue  # a leaf no rule visits (most are names): the path does not change
+            handlers = ()
+        if node_type in bookkeeping:
+            ctx.enter(node)
+        else:
+            route.append(node)
         open_ends.append(end)
-        for rule, method in handlers or ():
-            if rule in broken:
+        for rule, method in handlers:
+            if broken and rule in broken:
                 continue
             try:
                 method(node)

@@ -35,7 +35,9 @@ class Plugin:
     _noqa: ClassVar[bool] = True
 
     def __init__(self, tree: Any, filename: str, lines: list[str]) -> None:
-        # `tree` is requested only so that flake8 hands over the file after its own parse
+        # flake8 hands over the file after its own parse (`ast`, by the running Python),
+        # which the engine takes as its verdict instead of parsing the file again
+        self.tree = tree
         self.filename = filename
         self.lines = lines
 
@@ -68,7 +70,7 @@ class Plugin:
         text = "".join(self.lines)
         if text.startswith("\ufeff"):
             text = text[1:]
-        result = lint_source(text, self.filename, self._config(), noqa=self._noqa)
+        result = lint_source(text, self.filename, self._config(), noqa=self._noqa, python_tree=self.tree)
         for diagnostic in result.diagnostics:
             yield diagnostic.line, diagnostic.col, f"{diagnostic.code} {diagnostic.message}", type(self)
         for error in result.errors:

@@ -21,10 +21,13 @@ if TYPE_CHECKING:
     from devlint.config import Config
 
 _SKIP_DECORATORS = {"skipIf": False, "skipif": False, "skipUnless": True}
-_BOOKKEEPING = frozenset(
+# the node types `enter` keeps books on (any other node it only puts on the path), and
+# those `leave` does (any other it only takes off)
+BOOKKEEPING = frozenset(
     {cst.Module, cst.IndentedBlock, cst.FunctionDef, cst.ClassDef, cst.Lambda,
      cst.AssignTarget, cst.AnnAssign, cst.AugAssign, cst.For}
 )  # fmt: skip
+SCOPES = frozenset({cst.FunctionDef, cst.Lambda})
 
 
 @dataclass
@@ -51,6 +54,7 @@ class FileContext:
         self._qualified: dict[int, tuple[cst.CSTNode, str | None]] = {}
         self._answers_for: cst.CSTNode | None = None
         self._answers: dict[str, Any] = {}
+        self._top_classes: dict[str, cst.ClassDef] | None = None
 
     # -- names -----------------------------------------------------------------------
 
@@ -86,6 +90,17 @@ class FileContext:
         if question not in answers:
             answers[question] = compute()
         return answers[question]
+
+    @property
+    def top_classes(self) -> dict[str, cst.ClassDef]:
+        """The classes defined at module level, by name (the first of a name)."""
+        classes = self._top_classes
+        if classes is None:
+            classes = self._top_classes = {}
+            for stmt in self.module.body:
+                if type(stmt) is cst.ClassDef:
+                    classes.setdefault(stmt.name.value, stmt)
+        return classes
 
     def is_local(self, name: str) -> bool:
         """Is `name` bound (by other than an import) in one of the enclosing functions?"""
@@ -188,7 +203,7 @@ class FileContext:
     def enter(self, node: cst.CSTNode) -> None:
         self.ancestors.append(node)
         node_type = type(node)
-        if node_type not in _BOOKKEEPING:
+        if node_type not in BOOKKEEPING:
             return
         if node_type is cst.Module or node_type is cst.IndentedBlock:
             self._scan_block(node.body)

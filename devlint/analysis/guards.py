@@ -280,6 +280,9 @@ def in_compat_fallback(ancestors: list[cst.CSTNode]) -> bool:
     return False
 
 
+_ASSIGNING = frozenset({cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.AugAssign, cst.For})
+
+
 def flag_assignments(nodes: list[cst.CSTNode]) -> list[tuple[str, cst.BaseExpression | None]]:
     """Every (name, value) that `nodes` (a file's nodes in source order) assign, for
     `GuardOracle.learn_flags`: `use_cuda = ...` gives "use_cuda", `args.cuda = ...` gives
@@ -287,8 +290,11 @@ def flag_assignments(nodes: list[cst.CSTNode]) -> list[tuple[str, cst.BaseExpres
     the oracle cannot read (unpacking, `+=`, a loop target) is None. Names are the file's,
     not a scope's: a flag and a parameter of the same name are one name."""
     found: list[tuple[str, cst.BaseExpression | None]] = []
+    kinds = _ASSIGNING
     for node in nodes:
         kind = type(node)
+        if kind not in kinds:
+            continue
         if kind is cst.Assign:
             for target in node.targets:
                 _flag_targets(target.target, node.value, found)

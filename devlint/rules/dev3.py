@@ -346,9 +346,7 @@ def _is_optimizer_class(ctx, func: cst.BaseExpression, seen: frozenset[str] = fr
         return last[:1].isupper() and last != "Optimizer"
     if type(func) is not cst.Name or func.value in seen or ctx.is_local(func.value):
         return False
-    cls = next(
-        (n for n in ctx.module.body if type(n) is cst.ClassDef and n.name.value == func.value), None
-    )  # a class defined at module level
+    cls = ctx.top_classes.get(func.value)
     if cls is None:
         return False
     for base in cls.bases:

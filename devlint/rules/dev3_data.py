@@ -202,6 +202,7 @@ class AcceleratorTensorInDataset(Rule):
     def __init__(self, *args: object) -> None:
         super().__init__(*args)
         self._datasets: dict[int, bool] = {}
+        self._classes: dict[str, cst.ClassDef] | None = None  # the file's classes by name
         self._accelerator_names: frozenset[str] | None = None
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -253,7 +254,9 @@ class AcceleratorTensorInDataset(Rule):
         if known is not None:
             return known
         answer = False
-        classes = {n.name.value: n for n in self.ctx.tree.nodes if type(n) is cst.ClassDef}
+        classes = self._classes
+        if classes is None:
+            classes = self._classes = {n.name.value: n for n in self.ctx.tree.nodes if type(n) is cst.ClassDef}
         for base in cls.bases:
             if self.ctx.imports.qualify(base.value) in _DATASET_BASES:
                 answer = True
