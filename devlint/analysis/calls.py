@@ -252,6 +252,15 @@ class TorchCalls:
             and qualified.startswith("torch.nn.")
         ):
             return self._layer(qualified, short, node, args, state)
+        owner, _, method = qualified.rpartition(".")
+        if owner.startswith("torch.nn.") and owner.count(".") == 2 and owner.rsplit(".", 1)[-1][:1].isupper():
+            # a class method of a layer: `nn.Embedding.from_pretrained(table)` is a module
+            # whose weight is that tensor, where the tensor is
+            if method != "from_pretrained":
+                return UNKNOWN
+            layer = self._layer(owner, short, node, args, state)
+            data = args[0] if args and node.args[0].keyword is None else UNKNOWN
+            return replace(layer, device=data.device if data.tensor_like else UNKNOWN_DEVICE)
         if any(qualified.startswith(p) for p in T.MODEL_FACTORIES):
             device = UNKNOWN_DEVICE if keyword_arg(node, "device_map") or keyword_arg(node, "device") else state.default
             return AbstractValue(

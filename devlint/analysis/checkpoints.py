@@ -22,9 +22,11 @@ MODEL = "model"  # used as a model (called, `.eval()`, moved), or handed on with
 
 # Methods that show a loaded object is a model.
 _MODEL_METHODS = frozenset(
-    {"eval", "train", "parameters", "named_parameters", "state_dict", "modules", "children", "to", "cuda",
-     "forward", "half"}
+    {"eval", "train", "parameters", "named_parameters", "state_dict", "modules", "children", "forward"}
 )  # fmt: skip
+# Methods a tensor and a model share, whose result is used as the object was: the use of
+# `torch.load(p).to(device)` is the use of that result (a tensor moved is a data file).
+_SAME_KIND = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16"})
 _MAX_DEPTH = 4  # helpers followed through at most this many calls or returns
 
 
@@ -60,9 +62,11 @@ class CheckpointUses:
                 break
         if type(parent) is cst.Attribute and parent.value is child:
             call = parents.get(id(parent))
-            if type(call) is cst.Call and call.func is parent and parent.attr.value in _MODEL_METHODS:
+            if type(call) is not cst.Call or call.func is not parent:
+                return None
+            if parent.attr.value in _MODEL_METHODS:
                 return MODEL
-            return None
+            return self._use_of(call, depth) if parent.attr.value in _SAME_KIND else None
         if type(parent) is cst.Call and parent.func is child:
             return MODEL  # called: a whole model
         if type(parent) is cst.Arg:

@@ -745,15 +745,25 @@ def _option_dest(call: cst.Call) -> tuple[str, str | None]:
 def _namespace_device_uses(ctx, namespaces: set[str]) -> dict[str, str]:
     """`{dest: code of its use}` for each `<namespace>.<dest>` in a device position:
     `.to(args.device)`, `device=args.device`, `torch.device(args.device)`, or an
-    assignment to a device name (`device = args.device`)."""
+    assignment to a device name (`device = args.device`); also through a name the
+    value was given first (`dev = args.device` and later `.to(dev)`)."""
     uses: dict[str, str] = {}
+    if not namespaces:
+        return uses
+    # `dev = args.device`: the name carries the option to where it is used
+    renamed: dict[str, cst.Attribute] = {}
+    for node in ctx.tree.nodes:
+        if type(node) is cst.Assign and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name:
+            value = node.value
+            if type(value) is cst.Attribute and dotted_name(value.value) in namespaces:
+                renamed.setdefault(node.targets[0].target.value, value)
 
     def note(expr: cst.BaseExpression, where: cst.CSTNode) -> None:
+        if type(expr) is cst.Name:
+            expr = renamed.get(expr.value, expr)
         if type(expr) is cst.Attribute and dotted_name(expr.value) in namespaces:
             uses.setdefault(expr.attr.value, " ".join(ctx.module.code_for_node(where).split())[:60])
 
-    if not namespaces:
-        return uses
     for node in ctx.tree.nodes:
         if type(node) is cst.Call:
             first = node.args[0] if node.args and node.args[0].keyword is None and not node.args[0].star else None

@@ -213,9 +213,11 @@ class LoadWithoutMapLocation(Rule):
     A checkpoint is what the loaded object is used as: a state dict given to
     `load_state_dict` (directly, through a name, one of its entries, also bound to
     another name, returned from a helper or passed to one), or a model (called,
-    `.eval()`, `.parameters()`, `.state_dict()`, moved, or handed on with a model as in
-    `transfer(model, torch.load(path))`). Data files loaded with `torch.load` are not
-    reported.
+    `.eval()`, `.parameters()`, `.state_dict()`, or handed on with a model as in
+    `transfer(model, torch.load(path))`). `.to()`, `.cuda()` and `.half()` are what a
+    tensor does too: the result is followed instead, so `torch.load(p).to(device)` is a
+    model only if it is then used as one. Data files loaded with `torch.load` (tensors
+    indexed, iterated or moved) are not reported.
 
     ## Why is this bad?
     `torch.load` puts every tensor back on the device it was saved from. A checkpoint

@@ -52,7 +52,8 @@ class LoaderUnderAcceleratorDefault(Rule):
 
     The default device is set by `torch.set_default_device(<accelerator>)` or
     `torch.set_default_tensor_type(torch.cuda.FloatTensor)` (also the string form),
-    earlier in the same function or at module level, guarded or not. A name passed to
+    earlier in the same function or at module level, guarded or not, or inside a
+    module-level helper called earlier (`setup()`). A name passed to
     `set_default_device` counts as an accelerator, since the code sets it to run there.
 
     ## Why is this bad?
@@ -72,12 +73,17 @@ class LoaderUnderAcceleratorDefault(Rule):
     ## Fix safety
     Unsafe: the permutation is drawn by another generator, so the batches come in
     another order. The generator is built on the device given to `set_default_device`
-    when that is a name, else on the device binding.
+    when that is a name, on `torch.get_default_device()` when a helper set it, else on
+    the device binding.
     """
 
     code = "DEV305"
     name = "loader-under-accelerator-default"
     fixable = True
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        self._functions: dict[str, cst.FunctionDef] | None = None
 
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.ctx.qualify(node.func)
@@ -91,15 +97,20 @@ class LoaderUnderAcceleratorDefault(Rule):
             made = "`RandomSampler(...)`"
         else:
             return
-        setting = self._default_device_setting(node)
-        if setting is None:
+        found = self._default_device_setting(node)
+        if found is None:
             return
+        setting, helper = found
         shown = " ".join(self.ctx.module.code_for_node(setting).split())
+        if helper is not None:
+            shown = f"{helper.func.value}()` (which calls `{shown}`)"
+        else:
+            shown = f"{shown}`"
         message = (
-            f"{made} after `{shown}` draws its permutation on the accelerator with a CPU generator and fails "
+            f"{made} after `{shown} draws its permutation on the accelerator with a CPU generator and fails "
             "(`Expected a 'cuda' device type for generator`): pass `generator=torch.Generator(device=...)`"
         )
-        self.report(node, message, self._fix(node, setting))
+        self.report(node, message, self._fix(node, setting, helper))
 
     def _shuffles(self, node: cst.Call) -> bool:
         if _has_star(node) or _argument(node, "generator", _LOADER_GENERATOR_POSITION) is not None:
@@ -109,9 +120,11 @@ class LoaderUnderAcceleratorDefault(Rule):
         shuffle = _argument(node, "shuffle", _LOADER_POSITIONS["shuffle"])
         return shuffle is not None and type(shuffle.value) is cst.Name and shuffle.value.value == "True"
 
-    def _default_device_setting(self, node: cst.Call) -> cst.Call | None:
+    def _default_device_setting(self, node: cst.Call) -> tuple[cst.Call, cst.Call | None] | None:
         """The last call before `node` (in its function, else at module level) that sets
-        an accelerator as the default device."""
+        an accelerator as the default device, with the call of the module-level helper
+        that makes it (`setup()`, whose body calls `torch.set_default_device("cuda")`)
+        when it is made there."""
         functions = self.ctx.functions()
         scopes = [functions[0]] if functions else []
         scopes.append(self.ctx.module)
@@ -121,11 +134,45 @@ class LoaderUnderAcceleratorDefault(Rule):
             for candidate in self.ctx.tree.walk_scope(scope):
                 if candidate is node or candidate is top:
                     break
-                if type(candidate) is cst.Call and self._sets_accelerator_default(candidate):
-                    found = candidate
+                if type(candidate) is not cst.Call:
+                    continue
+                if self._sets_accelerator_default(candidate):
+                    found = (candidate, None)
+                elif type(candidate.func) is cst.Name:
+                    inner = self._helper_setting(candidate.func.value, frozenset())
+                    if inner is not None:
+                        found = (inner, candidate)
             if found is not None:
                 return found
         return None
+
+    def _helper_setting(self, name: str, seen: frozenset[str]) -> cst.Call | None:
+        """The accelerator default that calling module-level function `name` sets, on
+        any path through its body (or through a helper it calls in turn)."""
+        if name in seen or self.ctx.is_local(name):
+            return None
+        helper = self._module_functions().get(name)
+        if helper is None:
+            return None
+        found = None
+        for candidate in self.ctx.tree.walk_scope(helper):
+            if type(candidate) is not cst.Call:
+                continue
+            if self._sets_accelerator_default(candidate):
+                found = candidate
+            elif type(candidate.func) is cst.Name:
+                found = self._helper_setting(candidate.func.value, seen | {name}) or found
+        return found
+
+    def _module_functions(self) -> dict[str, cst.FunctionDef]:
+        """The functions defined once at module level, by name."""
+        if self._functions is None:
+            counts: dict[str, list[cst.FunctionDef]] = {}
+            for stmt in self.ctx.module.body:
+                if type(stmt) is cst.FunctionDef:
+                    counts.setdefault(stmt.name.value, []).append(stmt)
+            self._functions = {name: defs[0] for name, defs in counts.items() if len(defs) == 1}
+        return self._functions
 
     def _sets_accelerator_default(self, call: cst.Call) -> bool:
         qualified = self.ctx.qualify(call.func)
@@ -139,10 +186,12 @@ class LoaderUnderAcceleratorDefault(Rule):
         named = string_value(value) or self.ctx.qualify(value) or ""
         return named.startswith("torch.cuda.")
 
-    def _fix(self, node: cst.Call, setting: cst.Call) -> FixPlan | None:
+    def _fix(self, node: cst.Call, setting: cst.Call, helper: cst.Call | None) -> FixPlan | None:
         torch, edits = self.binding.torch()
         argument = setting.args[0].value
-        if self.ctx.qualify(setting.func) == _DEFAULT_DEVICE and type(argument) is cst.Name:
+        if helper is not None:  # the helper's names are not the caller's
+            code = f"{torch}.get_default_device()"
+        elif self.ctx.qualify(setting.func) == _DEFAULT_DEVICE and type(argument) is cst.Name:
             code = argument.value
         else:
             device = self.binding.device()
