@@ -59,6 +59,8 @@ class TorchCalls:
                 callee = self.fallback(f"{self.self_name}.{func.attr.value}")
             else:
                 callee = None
+            if callee is not None and callee.kind is Kind.UNKNOWN and self.evidently_module(func):
+                callee = self._as_module(callee)
             if callee is not None and callee.is_module:
                 self.result.values[id(func)] = callee
                 return self._module_call(node, callee, args)
@@ -72,6 +74,12 @@ class TorchCalls:
             self._escape(node, args, state)
         return result
 
+    @staticmethod
+    def _as_module(value: AbstractValue) -> AbstractValue:
+        """A value of unknown kind used as only a module is: a model with parameters, of
+        a class the analysis cannot see, wherever the value says it is."""
+        return replace(value, kind=Kind.MODULE, holds_params=True)
+
     def _escape(self, node: cst.Call, args: list[AbstractValue], state: State) -> None:
         """A module handed to code the analysis cannot see (`accelerator.prepare(model)`,
         `fabric.setup(model)`, a helper) may come back moved: its device is unknown."""
@@ -83,6 +91,8 @@ class TorchCalls:
         return type(expr) is cst.Name and expr.value == self.self_name
 
     def _plain_call(self, node: cst.Call, func, callee: AbstractValue, args, state: State) -> AbstractValue:
+        if callee.kind is Kind.UNKNOWN and self.evidently_module(func):
+            callee = self._as_module(callee)
         if callee.is_module:
             return self._module_call(node, callee, args)
         name = func.value if type(func) is cst.Name else None
@@ -378,14 +388,17 @@ class TorchCalls:
         if qualified in T.SAME_DEVICE_FUNCTIONS:
             base = qualified.rsplit(".", 1)[-1]
             self._check_operands(node, tensors, elementwise=base in T.ELEMENTWISE_METHODS or base == "where")
-        if not tensors:
-            return UNKNOWN
         last = qualified.rsplit(".", 1)[-1]
+        if not tensors:
+            if last in T.JOINING_OPS and any(o.value.holds_accel for o in operands):
+                # `torch.cat(features)`, a list that got an accelerator tensor appended
+                return AbstractValue(Kind.TENSOR, zero_dim=False, maybe_accel=True)
+            return UNKNOWN
         positional = positional_args(node)
         zero_dim = None
         if last in T.REDUCTIONS and len(positional) == 1 and keyword_arg(node, "dim") is None:
             zero_dim = True
-        elif last in ("cat", "concat", "concatenate", "stack") or last in T.ELEMENTWISE_METHODS:
+        elif last in T.JOINING_OPS or last in T.ELEMENTWISE_METHODS:
             zero_dim = False if any(o.value.zero_dim is False for o in tensors) else None
         elif last in T.SHAPE_KEEPING and positional and positional[0].value is tensors[0].expr:
             zero_dim = tensors[0].value.zero_dim  # `torch.triu(torch.ones(n, n))` keeps its rank
@@ -397,8 +410,8 @@ class TorchCalls:
         so that is where the result is taken to live."""
         known = [o.value for o in tensors if o.value.device.known]
         deciding = [v for v in known if v.device.is_accel] or known
-        if not deciding:
-            return AbstractValue(Kind.TENSOR, zero_dim=zero_dim)
+        if not deciding:  # where none is known, with those that may be on the accelerator
+            return AbstractValue(Kind.TENSOR, zero_dim=zero_dim, maybe_accel=any(o.value.maybe_accel for o in tensors))
         first = deciding[0]
         device = first.device
         for value in deciding[1:]:
@@ -412,6 +425,8 @@ class TorchCalls:
 
     def _method_call(self, node: cst.Call, name: str, receiver: AbstractValue, receiver_expr,
                      args: list[AbstractValue], state: State) -> AbstractValue:  # fmt: skip
+        if receiver.kind is Kind.UNKNOWN and self.evidently_module(receiver_expr):
+            receiver = self._as_module(receiver)
         if name in T.MOVE_METHODS:
             return self._move(node, name, receiver, receiver_expr, state)
         kind = receiver.kind
@@ -421,8 +436,10 @@ class TorchCalls:
                 self.bind(receiver_expr, replace(receiver, holds_accel=True), state)
             return OTHER
         if kind is Kind.TENSOR or (
-            kind is Kind.UNKNOWN and (receiver.device.known or receiver.maybe_accel) and name in T.TENSOR_METHODS
-        ):
+            kind is Kind.UNKNOWN
+            and ((receiver.device.known or receiver.maybe_accel) and name in T.TENSOR_METHODS
+                 or name in T.TENSOR_ONLY_METHODS)
+        ):  # fmt: skip
             # a moved value, or a module's output, that is used like a tensor is one
             return self._tensor_method(node, name, replace(receiver, kind=Kind.TENSOR), receiver_expr, args)
         if kind is Kind.MODULE:

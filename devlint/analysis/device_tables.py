@@ -309,6 +309,12 @@ MODULE_BASES = frozenset(
 )  # fmt: skip
 
 # Module methods that return the module itself (`.to` and friends move it in place).
+# Methods only a module has (an optimizer's `load_state_dict` aside, which is never moved
+# nor called with a tensor): a value of unknown kind they are called on is a module.
+MODULE_EVIDENCE = frozenset(
+    {"eval", "load_state_dict", "parameters", "named_parameters", "named_modules", "modules", "children"}
+)
+
 MODULE_SELF_METHODS = frozenset(
     {
         "half", "float", "double", "bfloat16", "train", "eval", "requires_grad_", "apply",
@@ -350,10 +356,16 @@ TENSOR_USE_ATTRS = frozenset(
 # Names that, passed as `.to(name)`, are devices rather than dtypes.
 # Attributes only tensors have (not modules, not NumPy arrays): a parameter that reads
 # one is a tensor.
-TENSOR_ONLY_ATTRS = frozenset(
-    {"size", "dim", "ndimension", "unsqueeze", "squeeze", "permute", "contiguous", "numel", "is_cuda", "detach",
-     "element_size", "new_zeros", "new_ones", "new_empty", "new_full"}
+# Methods only a tensor has (not a module, a list, nor a NumPy array, whose `squeeze` and
+# `size` attribute look alike), and an attribute only a tensor has.
+TENSOR_ONLY_METHODS = frozenset(
+    {"size", "dim", "ndimension", "unsqueeze", "permute", "contiguous", "numel", "detach", "element_size",
+     "new_zeros", "new_ones", "new_empty", "new_full"}
 )  # fmt: skip
+TENSOR_ONLY_ATTRS = frozenset({"is_cuda"})
+
+# Operations that join a sequence of tensors into one.
+JOINING_OPS = frozenset({"cat", "concat", "concatenate", "stack"})
 
 DEVICE_LIKE_NAMES = frozenset({"dev", "rank", "local_rank", "gpu", "gpu_id", "device_id"})
 

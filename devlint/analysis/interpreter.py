@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -144,6 +145,21 @@ def _key(expr: cst.BaseExpression) -> str | None:
     return dotted_name(expr)
 
 
+def evident_modules(nodes: Iterable[cst.CSTNode], receiver: str | None = None) -> set[str]:
+    """Names (or, with `receiver`, the attributes of that name: `self.<attr>`) that a
+    method only a module has is called on among `nodes`."""
+    found = set()
+    for node in nodes:
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in T.MODULE_EVIDENCE:
+            owner = node.func.value
+            if receiver is None:
+                if type(owner) is cst.Name:
+                    found.add(owner.value)
+            elif type(owner) is cst.Attribute and type(owner.value) is cst.Name and owner.value.value == receiver:
+                found.add(owner.attr.value)
+    return found
+
+
 class ScopeEvaluator(TorchCalls):
     """Runs one scope (function, lambda or module body) over abstract values."""
 
@@ -158,6 +174,7 @@ class ScopeEvaluator(TorchCalls):
         self.params: dict[str, AbstractValue] = {}
         self.opaque: set[str] = set()
         self.generated: dict[int, AbstractValue] = {}  # a call of a generator of this file -> what it yields
+        self._evident_modules: frozenset[str] | None = None  # see `evidently_module`
         ctx = model.ctx
         if type(scope) in (cst.FunctionDef, cst.Lambda):
             self.locals = ctx.bindings_of(scope)
@@ -169,6 +186,20 @@ class ScopeEvaluator(TorchCalls):
         self._loops: list[tuple[list[State], list[State]]] = []
         if type(scope) is cst.FunctionDef:
             self._setup_function(scope)
+
+    def evidently_module(self, expr: cst.BaseExpression) -> bool:
+        """Is `expr` a name the scope uses as only a module is used (`enc.eval()`,
+        `enc.load_state_dict(...)`, `enc.parameters()`)? A model of a class the file
+        imports is unknown to the analysis until then; this makes `enc.to(device)` a move
+        in place and `enc(x)` a module call (SPEC §4)."""
+        if type(expr) is cst.Attribute and self._is_self(expr.value) and self.cls is not None:
+            return expr.attr.value in self.model.evident_module_attributes(self.cls)
+        if type(expr) is not cst.Name:
+            return False
+        names = self._evident_modules
+        if names is None:
+            names = self._evident_modules = frozenset(evident_modules(self.model.ctx.tree.walk_scope(self.scope)))
+        return expr.value in names
 
     # -- set-up ------------------------------------------------------------------------
 
@@ -202,11 +233,16 @@ class ScopeEvaluator(TorchCalls):
                 self.params[param.name.value] = OTHER
 
     def _used_as_tensors(self, function: cst.FunctionDef, params: list[cst.Param]) -> set[str]:
-        """Parameters the body reads a tensor-only attribute of (`x.size()`, `x.device`)."""
+        """Parameters the body calls a tensor-only method of (`x.size()`, `x.unsqueeze(0)`)
+        or reads `x.is_cuda` of."""
         wanted = {p.name.value for p in params}
         found = set()
         for node in self.model.ctx.tree.walk_scope(function.body):
-            if type(node) is cst.Attribute and type(node.value) is cst.Name:
+            node_type = type(node)
+            if node_type is cst.Call and type(node.func) is cst.Attribute and type(node.func.value) is cst.Name:
+                if node.func.value.value in wanted and node.func.attr.value in T.TENSOR_ONLY_METHODS:
+                    found.add(node.func.value.value)
+            elif node_type is cst.Attribute and type(node.value) is cst.Name:
                 if node.value.value in wanted and node.attr.value in T.TENSOR_ONLY_ATTRS:
                     found.add(node.value.value)
         return found

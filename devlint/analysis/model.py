@@ -23,7 +23,7 @@ from devlint.analysis.tree import (
 )
 from devlint.analysis.calls import is_true_arg
 from devlint.analysis.context import FileContext
-from devlint.analysis.interpreter import ScopeEvaluator, ScopeResult
+from devlint.analysis.interpreter import ScopeEvaluator, ScopeResult, evident_modules
 from devlint.analysis.relevance import RelevanceGate, _self_attributes_assigned
 
 
@@ -57,6 +57,7 @@ class FileModel(RelevanceGate):
         self._module: ScopeResult | None = None
         self._module_classes: dict[tuple[int, bool], bool] = {}
         self._summaries: dict[int, dict[str, AbstractValue]] = {}
+        self._evident: dict[int, frozenset[str]] = {}
         self._registered: dict[int, frozenset[str] | None] = {}
         self._holds_params: dict[int, bool] = {}
         self._relevant: dict[int, bool] = {}
@@ -340,6 +341,20 @@ class FileModel(RelevanceGate):
                 ):
                     return True
         return any(self.places_itself(b, _seen | {id(node)}) for b in self.local_bases(node))
+
+    def evident_module_attributes(self, node: cst.ClassDef) -> frozenset[str]:
+        """The `self.<attr>`s some method of the class (or a local base) uses as only a
+        module is used (`self.model.eval()`)."""
+        found = self._evident.get(id(node))
+        if found is None:
+            names: set[str] = set()
+            for cls in [*self.local_bases(node), node]:
+                for method in self._methods(cls):
+                    params = [*method.params.posonly_params, *method.params.params]
+                    if params:
+                        names |= evident_modules(self.ctx.tree.walk(method.body), params[0].name.value)
+            found = self._evident[id(node)] = frozenset(names)
+        return found
 
     def summary(self, node: cst.ClassDef) -> dict[str, AbstractValue]:
         """`self.<attr>` as any method may have left it: the join of all its assignments.
