@@ -84,6 +84,7 @@ def _generic_children(node: cst.CSTNode) -> list[cst.CSTNode]:
 
 
 _EXTRACTORS: dict[type, Callable[[cst.CSTNode], list[cst.CSTNode]]] = {}
+LEAVES: set[type] = set()  # node types that never have children (filled as extractors are made)
 
 
 def _extractor(node_type: type) -> Callable[[cst.CSTNode], list[cst.CSTNode]]:
@@ -126,6 +127,8 @@ def _extractor(node_type: type) -> Callable[[cst.CSTNode], list[cst.CSTNode]]:
                 "        found += [item for item in value if (kinds.get(type(item)) or kind_of(item)) == 1]",
             ]
     flush()
+    if len(lines) == 2:  # no field can hold code (`Name`, `Integer`, `SimpleString`)
+        LEAVES.add(node_type)
     lines.append("    return found")
     namespace: dict = {"kinds": _KINDS, "kind_of": _kind}
     exec("\n".join(lines), namespace)  # noqa: S102 - code built from the dataclass fields above
@@ -167,14 +170,18 @@ class Tree:
         nodes: list[cst.CSTNode] = []
         ends: list[int] = []
         stack: list = [root]
+        leaves = LEAVES
         while stack:
             item = stack.pop()
-            if item.__class__ is int:  # the subtree opened at `item` is complete
+            item_type = item.__class__
+            if item_type is int:  # the subtree opened at `item` is complete
                 ends[item] = len(nodes)
                 continue
             index = len(nodes)
             nodes.append(item)
             ends.append(index + 1)
+            if item_type in leaves:
+                continue
             found = child_list(item)
             if found:
                 stack.append(index)
