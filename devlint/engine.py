@@ -14,13 +14,12 @@ import re
 import sys
 import threading
 import tokenize
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 import libcst as cst
-from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
 from devlint.analysis.context import BOOKKEEPING, SCOPES, FileContext
 from devlint.analysis.model import ANALYSIS_BUDGET
@@ -29,7 +28,7 @@ from devlint.config import Config
 from devlint.diagnostics import Diagnostic, Fix, Safety
 from devlint.fix.apply import apply_edits, plan_to_edits, select_compatible
 from devlint.rules import all_rules
-from devlint.fix.plan import InsertLines, ReplaceSpan, ReplaceUpTo
+from devlint.locate import positions_of
 from devlint.rules.base import Report, Rule, visitors
 from devlint.source import LineIndex
 from devlint.suppression import skips_file, without_noqa
@@ -483,7 +482,7 @@ def _walk(ctx: FileContext, path: str, config: Config, errors: list[InternalErro
 def _to_diagnostics(
     reports: list[Report], module: cst.Module, text: str, path: str, tree: ast.Module | None
 ) -> list[Diagnostic]:
-    positions = _positions(module, text, reports, tree)
+    positions = positions_of(module, text, reports, tree)
     index = LineIndex(text)
     seen: set[tuple] = set()
     diagnostics = []
@@ -510,80 +509,6 @@ def _to_diagnostics(
         )
     diagnostics.sort()
     return diagnostics
-
-
-def _positions(
-    module: cst.Module, text: str, reports: list[Report], tree: ast.Module | None
-) -> Mapping[cst.CSTNode, CodeRange]:
-    """Positions of the nodes the reports name.
-
-    libcst computes positions by generating the code of the whole module, which costs
-    twice the parse. Instead, generate only the top-level statements that hold findings,
-    each alone, and shift their lines to where Python's own (C) parser says the statement
-    starts. Anything unusual falls back to libcst's full computation.
-    """
-    wanted = _needed_nodes(reports, module)
-    tops = list(dict.fromkeys(r.top for r in reports if r.top is not None))
-    starts = (
-        _statement_lines(module, tree) if tops and tree is not None and "\r" not in text.replace("\r\n", "") else None
-    )
-    if starts is not None:
-        offsets = {id(stmt): i for i, stmt in enumerate(module.body)}
-        chosen = {id(top) for top in tops}
-        for node in wanted:
-            if id(node) in offsets and id(node) not in chosen:
-                chosen.add(id(node))
-                tops.append(node)
-        positions: dict[cst.CSTNode, CodeRange] = {}
-        for top in tops:
-            alone = module.with_changes(body=(top,), header=(), footer=())
-            local = MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider)
-            shift = starts[offsets[id(top)]] - local[top].start.line
-            for node, where in local.items():
-                positions[node] = CodeRange(
-                    CodePosition(where.start.line + shift, where.start.column),
-                    CodePosition(where.end.line + shift, where.end.column),
-                )
-        if all(node in positions for node in wanted):
-            return positions
-    return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-
-
-def _needed_nodes(reports: list[Report], module: cst.Module) -> list[cst.CSTNode]:
-    nodes = []
-    for report in reports:
-        nodes.append(report.node)
-        if report.fix is not None:
-            for step in report.fix.edits:
-                if isinstance(step, InsertLines):
-                    # lines go after a statement, or before the first one
-                    node = step.after if step.after is not None else (module.body[0] if module.body else None)
-                elif isinstance(step, ReplaceSpan):
-                    node = None
-                else:
-                    node = step.node
-                if node is not None:
-                    nodes.append(node)
-                if isinstance(step, ReplaceUpTo):
-                    nodes.append(step.end)
-                elif isinstance(step, ReplaceSpan):
-                    nodes.extend((step.first, step.last))
-    return nodes
-
-
-def _statement_lines(module: cst.Module, tree: ast.Module) -> list[int] | None:
-    """The line where each top-level statement's code starts, from `ast`; None if the two
-    parsers disagree about the statements."""
-    statements = tree.body
-    lines = []
-    position = 0
-    for stmt in module.body:
-        count = len(stmt.body) if type(stmt) is cst.SimpleStatementLine else 1
-        if position + count > len(statements):
-            return None
-        lines.append(statements[position].lineno)
-        position += count
-    return lines if position == len(statements) else None
 
 
 def unreadable(path: str, message: str, config: Config) -> list[Diagnostic]:
