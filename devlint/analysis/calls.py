@@ -59,8 +59,8 @@ class TorchCalls:
                 callee = self.fallback(f"{self.self_name}.{func.attr.value}")
             else:
                 callee = None
-            if callee is not None and callee.kind is Kind.UNKNOWN and self.evidently_module(func):
-                callee = self._as_module(callee)
+            if callee is not None:
+                callee = self._module_if_evident(callee, func)
             if callee is not None and callee.is_module:
                 self.result.values[id(func)] = callee
                 return self._module_call(node, callee, args)
@@ -74,11 +74,13 @@ class TorchCalls:
             self._escape(node, args, state)
         return result
 
-    @staticmethod
-    def _as_module(value: AbstractValue) -> AbstractValue:
-        """A value of unknown kind used as only a module is: a model with parameters, of
-        a class the analysis cannot see, wherever the value says it is."""
-        return replace(value, kind=Kind.MODULE, holds_params=True)
+    def _module_if_evident(self, value: AbstractValue, expr: cst.BaseExpression) -> AbstractValue:
+        """`value` of unknown kind, when the code uses `expr` as only a module is used
+        (`evidently_module`): a model with parameters, of a class the analysis cannot
+        see, wherever the value says it is."""
+        if value.kind is Kind.UNKNOWN and self.evidently_module(expr):
+            return replace(value, kind=Kind.MODULE, holds_params=True)
+        return value
 
     def _escape(self, node: cst.Call, args: list[AbstractValue], state: State) -> None:
         """A module handed to code the analysis cannot see (`accelerator.prepare(model)`,
@@ -91,8 +93,7 @@ class TorchCalls:
         return type(expr) is cst.Name and expr.value == self.self_name
 
     def _plain_call(self, node: cst.Call, func, callee: AbstractValue, args, state: State) -> AbstractValue:
-        if callee.kind is Kind.UNKNOWN and self.evidently_module(func):
-            callee = self._as_module(callee)
+        callee = self._module_if_evident(callee, func)
         if callee.is_module:
             return self._module_call(node, callee, args)
         name = func.value if type(func) is cst.Name else None
@@ -425,8 +426,7 @@ class TorchCalls:
 
     def _method_call(self, node: cst.Call, name: str, receiver: AbstractValue, receiver_expr,
                      args: list[AbstractValue], state: State) -> AbstractValue:  # fmt: skip
-        if receiver.kind is Kind.UNKNOWN and self.evidently_module(receiver_expr):
-            receiver = self._as_module(receiver)
+        receiver = self._module_if_evident(receiver, receiver_expr)
         if name in T.MOVE_METHODS:
             return self._move(node, name, receiver, receiver_expr, state)
         kind = receiver.kind

@@ -9,6 +9,7 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.analysis import device_tables
+from devlint.analysis.devices import DeviceAnalysis
 from devlint.analysis.guards import accelerator_type
 from devlint.analysis.literals import torch_device_call
 from devlint.analysis.tree import dotted_name, keyword_arg, string_value
@@ -81,10 +82,6 @@ class LoaderUnderAcceleratorDefault(Rule):
     name = "loader-under-accelerator-default"
     fixable = True
 
-    def __init__(self, *args: object) -> None:
-        super().__init__(*args)
-        self._functions: dict[str, cst.FunctionDef] | None = None
-
     def visit_Call(self, node: cst.Call) -> None:
         qualified = self.ctx.qualify(node.func)
         if qualified in device_tables.DATALOADERS:
@@ -151,7 +148,7 @@ class LoaderUnderAcceleratorDefault(Rule):
         any path through its body (or through a helper it calls in turn)."""
         if name in seen or self.ctx.is_local(name):
             return None
-        helper = self._module_functions().get(name)
+        helper = DeviceAnalysis.of(self.ctx).model.callee(name)
         if helper is None:
             return None
         found = None
@@ -163,16 +160,6 @@ class LoaderUnderAcceleratorDefault(Rule):
             elif type(candidate.func) is cst.Name:
                 found = self._helper_setting(candidate.func.value, seen | {name}) or found
         return found
-
-    def _module_functions(self) -> dict[str, cst.FunctionDef]:
-        """The functions defined once at module level, by name."""
-        if self._functions is None:
-            counts: dict[str, list[cst.FunctionDef]] = {}
-            for stmt in self.ctx.module.body:
-                if type(stmt) is cst.FunctionDef:
-                    counts.setdefault(stmt.name.value, []).append(stmt)
-            self._functions = {name: defs[0] for name, defs in counts.items() if len(defs) == 1}
-        return self._functions
 
     def _sets_accelerator_default(self, call: cst.Call) -> bool:
         qualified = self.ctx.qualify(call.func)
