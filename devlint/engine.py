@@ -22,6 +22,7 @@ from typing import TypeVar
 import libcst as cst
 
 from devlint.analysis.context import BOOKKEEPING, SCOPES, FileContext
+from devlint.analysis.tree import Tree
 from devlint.analysis.model import ANALYSIS_BUDGET
 from devlint.fix.binding import BindingService
 from devlint.config import Config
@@ -92,18 +93,14 @@ def lint_source(
         return FileResult(unreadable(path, "could not parse this file: it contains NUL bytes", config))
     if not needs_parse(text):
         return FileResult()
-    if isinstance(python_tree, ast.Module):
-        verdict = _PythonVerdict(tree=python_tree)
-    else:
-        with _collector_paused():
-            verdict = _python_verdict(text)
-    if verdict.fatal:
-        result = FileResult()
-        if config.is_enabled("DEV000", path):
-            result.diagnostics.append(verdict.diagnostic(path))
-        return result
     try:
         with _collector_paused():
+            verdict = _PythonVerdict(tree=python_tree) if isinstance(python_tree, ast.Module) else _python_verdict(text)
+            if verdict.fatal:
+                result = FileResult()
+                if config.is_enabled("DEV000", path):
+                    result.diagnostics.append(verdict.diagnostic(path))
+                return result
             return run_deep(_lint, text, path, config, noqa, verdict)
     except (RecursionError, MemoryError) as err:
         return FileResult(
@@ -115,9 +112,10 @@ def lint_source(
 def _collector_paused() -> Iterator[None]:
     """Pause Python's cycle collector while one file is parsed and checked.
 
-    Python's parser and libcst build an object per node and token, and none of them is garbage until the
-    file is done, so each collection pass over the growing tree is wasted work (it is
-    worse inside flake8, whose tokens and AST for the same file are young objects too).
+    Python's parser and libcst build an object per node and token, and none of them is
+    garbage until the file is done, so each collection pass over the growing tree is
+    wasted work (it is worse inside flake8, whose tokens and AST for the same file are
+    young objects too).
     The few cycles a file leaves are freed by the next collection after it.
     """
     was_enabled = gc.isenabled()
@@ -136,9 +134,9 @@ def _lint(text: str, path: str, config: Config, noqa: bool, verdict: _PythonVerd
         if config.is_enabled("DEV000", path):
             result.diagnostics.append(parsed.diagnostic(path))
         return result
-    reports = _run_rules(parsed, path, config, result.errors)
+    reports, nodes = _run_rules(parsed, path, config, result.errors)
     if reports:
-        result.diagnostics = _to_diagnostics(reports, parsed, text, path, verdict.tree)
+        result.diagnostics = _to_diagnostics(reports, parsed, text, path, verdict.tree, nodes=nodes)
         if noqa:
             result.diagnostics = without_noqa(result.diagnostics, text)
     return result
@@ -413,10 +411,11 @@ class _NodeFinder(cst.CSTVisitor):
         return not self.found
 
 
-def _run_rules(module: cst.Module, path: str, config: Config, errors: list[InternalError]) -> list[Report]:
+def _run_rules(module: cst.Module, path: str, config: Config, errors: list[InternalError]) -> tuple[list[Report], Tree]:
+    """The rules' reports, and the file's node table (which placing them uses again)."""
     ctx = FileContext(module, path, config)
     try:
-        return _walk(ctx, path, config, errors)
+        return _walk(ctx, path, config, errors), ctx.tree
     finally:
         ctx.close()
 
@@ -480,9 +479,15 @@ def _walk(ctx: FileContext, path: str, config: Config, errors: list[InternalErro
 
 
 def _to_diagnostics(
-    reports: list[Report], module: cst.Module, text: str, path: str, tree: ast.Module | None
+    reports: list[Report],
+    module: cst.Module,
+    text: str,
+    path: str,
+    tree: ast.Module | None,
+    *,
+    nodes: Tree | None = None,
 ) -> list[Diagnostic]:
-    positions = positions_of(module, text, reports, tree)
+    positions = positions_of(module, text, reports, tree, nodes)
     index = LineIndex(text)
     seen: set[tuple] = set()
     diagnostics = []

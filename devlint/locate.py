@@ -43,17 +43,18 @@ _PASS = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Pass()])])
 
 
 def positions_of(
-    module: cst.Module, text: str, reports: list[Report], tree: ast.Module | None
+    module: cst.Module, text: str, reports: list[Report], tree: ast.Module | None, nodes: Tree | None = None
 ) -> Mapping[cst.CSTNode, CodeRange]:
-    """Positions of the nodes the reports name (and their fixes need)."""
+    """Positions of the nodes the reports name (and their fixes need). `nodes`: the
+    module's node table, where the caller has it."""
     wanted = needed_nodes(reports, module)
     positions: dict[cst.CSTNode, CodeRange] = {}
     if tree is not None and "\r" not in text.replace("\r\n", ""):
         starts = _statement_starts(module, tree)
-        _place_by_statement(module, wanted, starts, positions)
-        left = [node for node in wanted if node not in positions]
+        _place_by_statement(module, nodes or Tree(module), wanted, starts, positions)
+        left = {id(node) for node in wanted if node not in positions}
         if left:
-            _place_by_top_statement(module, tree, reports, left, positions)
+            _place_by_top_statement(module, reports, left, starts, positions)
         if all(node in positions for node in wanted):
             return positions
     return MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
@@ -86,11 +87,11 @@ def needed_nodes(reports: list[Report], module: cst.Module) -> list[cst.CSTNode]
 
 def _place_by_statement(
     module: cst.Module,
+    tree: Tree,
     wanted: list[cst.CSTNode],
     starts: dict[int, tuple[int, int]],
     positions: dict[cst.CSTNode, CodeRange],
 ) -> None:
-    tree = Tree(module)
     by_statement: dict[int, tuple[list[cst.CSTNode], list[cst.CSTNode]]] = {}
     for node in wanted:
         path = _path_to(tree, node)
@@ -174,39 +175,36 @@ def _nest(module: cst.Module, path: list[cst.CSTNode], statement: cst.CSTNode) -
 
 def _statement_starts(module: cst.Module, tree: ast.Module) -> dict[int, tuple[int, int]]:
     """`id(statement) -> (line, indentation)` for libcst's statements, from Python's
-    tree: walked side by side, block by block; a block where the two disagree is left
-    out (its statements are placed the old way)."""
+    tree: walked side by side, block by block; a block where the two disagree on the
+    number of statements is left out (its statements are placed the old way)."""
     starts: dict[int, tuple[int, int]] = {}
     _block(module.body, tree.body, starts)
     return starts
 
 
-def _block(statements: Iterable[cst.CSTNode], nodes: list[ast.stmt], starts: dict) -> bool:
+def _block(statements: Iterable[cst.CSTNode], nodes: list[ast.stmt], starts: dict) -> None:
     statements = list(statements)
-    expected = sum(len(s.body) if type(s) is cst.SimpleStatementLine else 1 for s in statements)
-    if expected != len(nodes):
-        return False
+    if sum(len(s.body) if type(s) is cst.SimpleStatementLine else 1 for s in statements) != len(nodes):
+        return
     position = 0
     for statement in statements:
         node = nodes[position]
         starts[id(statement)] = (node.lineno, node.col_offset)
         if type(statement) is cst.SimpleStatementLine:
             position += len(statement.body)
-            continue
-        position += 1
-        if not _compound(statement, node, starts):
-            starts.pop(id(statement))
-    return True
+        else:
+            position += 1
+            _compound(statement, node, starts)
 
 
-def _compound(statement: cst.CSTNode, node: ast.stmt, starts: dict) -> bool:
-    """Map the blocks of one compound statement; False when the two trees disagree on
-    the statement itself."""
+def _compound(statement: cst.CSTNode, node: ast.stmt, starts: dict) -> None:
+    """Map the blocks of one compound statement whose header can be placed (`_HEADERS`),
+    where the two trees agree on what statement it is."""
     kinds = _HEADERS.get(type(statement))
     if kinds is None or not isinstance(node, kinds):
-        return False
+        return
     if type(statement) in (cst.FunctionDef, cst.ClassDef) and len(statement.decorators) != len(node.decorator_list):
-        return False
+        return
     _body(statement.body, node.body, starts)
     orelse = getattr(statement, "orelse", None)
     if type(orelse) is cst.Else:
@@ -214,9 +212,7 @@ def _compound(statement: cst.CSTNode, node: ast.stmt, starts: dict) -> bool:
     elif type(orelse) is cst.If and len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
         # `elif`: an If alone in Python's `orelse`
         starts[id(orelse)] = (node.orelse[0].lineno, node.orelse[0].col_offset)
-        if not _compound(orelse, node.orelse[0], starts):
-            starts.pop(id(orelse))
-    return True
+        _compound(orelse, node.orelse[0], starts)
 
 
 def _body(body: cst.BaseSuite, nodes: list[ast.stmt], starts: dict) -> None:
@@ -229,50 +225,24 @@ def _body(body: cst.BaseSuite, nodes: list[ast.stmt], starts: dict) -> None:
 
 def _place_by_top_statement(
     module: cst.Module,
-    tree: ast.Module,
     reports: list[Report],
-    left: list[cst.CSTNode],
+    left: set[int],
+    starts: dict[int, tuple[int, int]],
     positions: dict[cst.CSTNode, CodeRange],
 ) -> None:
-    """Generate each top-level statement holding a node not placed yet, alone."""
-    starts = _top_lines(module, tree)
-    if starts is None:
-        return
-    offsets = {id(stmt): i for i, stmt in enumerate(module.body)}
-    tops = list(dict.fromkeys(r.top for r in reports if r.top is not None and any(_holds(r.top, n) for n in left)))
-    chosen = {id(top) for top in tops}
-    for node in left:
-        if id(node) in offsets and id(node) not in chosen:
-            chosen.add(id(node))
-            tops.append(node)
-    for top in tops:
-        if id(top) not in offsets:
-            continue
+    """Generate alone each top-level statement that a report with a node not placed yet
+    stands in, or that is such a node itself."""
+    tops = [r.top for r in reports if r.top is not None and any(id(n) in left for n in needed_nodes([r], module))]
+    tops += [stmt for stmt in module.body if id(stmt) in left]
+    for top in dict.fromkeys(tops):
+        if id(top) not in starts:
+            continue  # the two trees disagree on the top-level statements
         alone = module.with_changes(body=(top,), header=(), footer=())
         local = MetadataWrapper(alone, unsafe_skip_copy=True).resolve(PositionProvider)
-        shift = starts[offsets[id(top)]] - local[top].start.line
+        shift = starts[id(top)][0] - local[top].start.line
         for node, where in local.items():
             if node not in positions:
                 positions[node] = CodeRange(
                     CodePosition(where.start.line + shift, where.start.column),
                     CodePosition(where.end.line + shift, where.end.column),
                 )
-
-
-def _holds(top: cst.CSTNode, node: cst.CSTNode) -> bool:
-    return top is node or any(child is node for child in Tree(top).nodes)
-
-
-def _top_lines(module: cst.Module, tree: ast.Module) -> list[int] | None:
-    """The line where each top-level statement's code starts, from `ast`; None if the two
-    parsers disagree about the statements."""
-    statements = tree.body
-    lines = []
-    position = 0
-    for stmt in module.body:
-        count = len(stmt.body) if type(stmt) is cst.SimpleStatementLine else 1
-        if position + count > len(statements):
-            return None
-        lines.append(statements[position].lineno)
-        position += count
-    return lines if position == len(statements) else None

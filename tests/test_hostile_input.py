@@ -119,10 +119,10 @@ def test_a_crash_outside_the_rules_loses_nothing_else(tmp_path, monkeypatch, cap
     write(tmp_path, "b_fine.py", "import torch\n" + FINDING)
     real = engine._to_diagnostics
 
-    def positions_overflow(reports, module, text, path, tree):
+    def positions_overflow(reports, module, text, path, tree, **options):
         if path.endswith("a_broken.py"):
             raise RecursionError("maximum recursion depth exceeded")
-        return real(reports, module, text, path, tree)
+        return real(reports, module, text, path, tree, **options)
 
     monkeypatch.setattr(engine, "_to_diagnostics", positions_overflow)
     code = cli.main(["--no-cache", "--jobs", "1", str(tmp_path)])
@@ -137,10 +137,10 @@ def test_an_unexpected_engine_crash_is_an_internal_error_for_that_file(tmp_path,
     write(tmp_path, "b_fine.py", "import torch\n" + FINDING)
     real = engine._to_diagnostics
 
-    def crash(reports, module, text, path, tree):
+    def crash(reports, module, text, path, tree, **options):
         if path.endswith("a_broken.py"):
             raise KeyError("a node without a position")
-        return real(reports, module, text, path, tree)
+        return real(reports, module, text, path, tree, **options)
 
     monkeypatch.setattr(engine, "_to_diagnostics", crash)
     code = cli.main(["--no-cache", "--jobs", "1", str(tmp_path)])
