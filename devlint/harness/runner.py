@@ -135,6 +135,13 @@ def _error_location(error: BaseException, display: str) -> str | None:
     return f"line {frame.lineno}: {frame.line}" if frame.line else f"line {frame.lineno}"
 
 
+# The program's globals, kept until the process ends. Freeing them could run destructors
+# that deadlock after the result is known: a DDP model's gloo process group joins its
+# worker threads holding the GIL while a worker waits for the GIL to drop the recorder's
+# Python state. The runner writes its result, then leaves without tearing them down.
+_FINISHED: list[types.ModuleType] = []
+
+
 def run_job(job: dict) -> dict:
     import torch
 
@@ -148,6 +155,7 @@ def run_job(job: dict) -> dict:
     status, error, location, namespace = "ok", None, None, {}
     started = time.perf_counter()
     module = types.ModuleType("__main__")
+    _FINISHED.append(module)
     kind = shadow_kind(job["device"])
     with contextlib.ExitStack() as stack:
         if kind is not None:
@@ -200,4 +208,7 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # no teardown of the program's objects (see _FINISHED)
