@@ -28,7 +28,8 @@ from devlint.analysis.lattice import (
     disagree,
     join_devices,
 )
-from devlint.analysis.tree import code_of_name, dotted_name, keyword_arg, positional_args
+from devlint.analysis.contexts import CallRecord
+from devlint.analysis.tree import code_of_name, dotted_name, keyword_arg, positional_args, string_value
 
 if TYPE_CHECKING:
     from devlint.analysis.interpreter import State
@@ -50,7 +51,10 @@ class TorchCalls:
             callee = self.eval(func, state)
         args = [self.eval(arg.value, state) for arg in node.args]
         if qualified is not None:
-            return self._torch_call(qualified, node, args, state)
+            result = self._torch_call(qualified, node, args, state)
+            if result == UNKNOWN and not qualified.startswith("torch."):
+                self._escape(node, args, state)  # `engine.train(model=net)` may move `net`
+            return result
         if receiver is not None:
             key = dotted_name(func)
             if key is not None and key in state.env:
@@ -65,7 +69,9 @@ class TorchCalls:
                 self.result.values[id(func)] = callee
                 return self._module_call(node, callee, args)
             method = self.model.method(self.cls, func.attr.value) if self._is_self(func.value) and self.cls else None
-            result = self._call_function(node, method, args, bound=True) if method is not None else None
+            result = None
+            if method is not None:
+                result = self._call_function(node, method, args, state, bound=True, receiver=func.value)
             if result is None:
                 result = self._method_call(node, func.attr.value, receiver, func.value, args, state)
         else:
@@ -106,7 +112,7 @@ class TorchCalls:
         if name is not None and name not in self.shadowed:
             function = self.model.callee(name)
             if function is not None:
-                result = self._call_function(node, function, args, bound=False)
+                result = self._call_function(node, function, args, state, bound=False)
                 if result is not None:
                     return result
             local_class = self.model.classes.get(name)
@@ -130,12 +136,14 @@ class TorchCalls:
                 return AbstractValue(maybe_accel=True)
         return UNKNOWN
 
-    def _call_function(self, node: cst.Call, function: cst.FunctionDef, args: list[AbstractValue],
-                       *, bound: bool) -> AbstractValue | None:  # fmt: skip
+    def _call_function(self, node: cst.Call, function: cst.FunctionDef, args: list[AbstractValue], state: State,
+                       *, bound: bool, receiver: cst.BaseExpression | None = None) -> AbstractValue | None:  # fmt: skip
         """A call of a function (or `self.` method) of this file, through its summary:
         what it returns, and the CPU models it is given where it calls them with
-        accelerator tensors. None when the function has no summary."""
-        summary = self.model.summary_of(function)
+        accelerator tensors. None when the function has no summary. The call is recorded
+        for the function's call context (`contexts.py`)."""
+        self.result.calls.append(CallRecord(function, node, state.mark(), bound, receiver))
+        summary = self.model.summary_at(function, state if type(self.scope) is cst.Module else None)
         if summary is None:
             return None
         names = self.model.parameter_names(function, bound)
@@ -171,6 +179,10 @@ class TorchCalls:
             tensors = [o for o in tensors if not o.value.device.is_cpu]  # it moves CPU inputs itself
         maybe = module.maybe_accel or any(o.value.maybe_accel for o in tensors)
         if module.holds_params and module.device.known:
+            if not torch_layer:
+                # a model's own signature is not known: sequence lengths go in on the CPU
+                # (`model(ids, lengths)` for `pack_padded_sequence`)
+                tensors = tensors[:1] + [o for o in tensors[1:] if not _names_lengths(o.expr)]
             for operand in tensors:
                 if operand.value.zero_dim is not True and disagree(module.device, operand.value.device):
                     module_side = Operand(node.func, module)
@@ -179,7 +191,8 @@ class TorchCalls:
                     break
             return AbstractValue(Kind.UNKNOWN, module.device, None, module.origin, module.source, module.how)
         if module.stateless and layer not in T.MIXED_INPUT_LAYERS:
-            self._check_operands(node, tensors)  # a loss is an operation on its inputs
+            # a loss is an operation on its inputs, and no CPU scalar may join them
+            self._check_operands(node, tensors, elementwise=False)
         elif torch_layer and len(tensors) > 1:
             self._check_operands(node, tensors, elementwise=False)  # `self.lstm(x, (h0, c0))`
         known = [o.value for o in tensors if o.value.device.known]
@@ -238,6 +251,8 @@ class TorchCalls:
             return AbstractValue(Kind.DEVICE, accel(short + "()"), source=Source.LITERAL)
         if qualified == "torch.device":
             return AbstractValue(Kind.DEVICE, self._device_call(node, state), source=Source.LITERAL)
+        if qualified in T.VARIABLE_WRAPPERS:
+            return args[0] if args and node.args[0].keyword is None else UNKNOWN  # the tensor it wraps
         if qualified in T.PARAMETER_CLASSES:
             data = args[0] if args else UNKNOWN
             return AbstractValue(Kind.TENSOR, data.device, data.zero_dim, data.origin, data.source, data.how,
@@ -485,9 +500,9 @@ class TorchCalls:
             return receiver
         moved = receiver.on(target, node, Source.MOVE, how)
         if receiver.kind is Kind.MODULE:
-            key = dotted_name(receiver_expr)
-            if key is not None:  # Module.to / .cuda / .cpu move in place
-                self.bind(receiver_expr, moved, state)
+            owner = _module_itself(receiver_expr)
+            if dotted_name(owner) is not None:  # Module.to / .cuda / .cpu move in place
+                self.bind(owner, moved, state)
         if not target.known:
             moved = replace(moved, origin=None, source=Source.NONE, how="")
         return moved
@@ -637,6 +652,31 @@ class TorchCalls:
     def _snapshot(self, node: cst.CSTNode, state: State) -> None:
         if not self.phase1 and id(node) not in self.result.snapshots:
             self.result.snapshots[id(node)] = (self.params, state.mark())
+
+
+def _names_lengths(expr: cst.BaseExpression) -> bool:
+    """`lengths`, `src_len`, `batch["length"]`, `text_lengths.long()`: sequence lengths,
+    which RNN packing wants on the CPU."""
+    while type(expr) is cst.Call and type(expr.func) is cst.Attribute:
+        expr = expr.func.value
+    if type(expr) is cst.Subscript and len(expr.slice) == 1 and type(expr.slice[0].slice) is cst.Index:
+        key = string_value(expr.slice[0].slice.value)
+        if key is not None:
+            return "len" in key.lower()
+    name = dotted_name(expr)
+    return name is not None and "len" in name.rsplit(".", 1)[-1].lower()
+
+
+def _module_itself(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """`model` of `model.eval()` or `model.cuda().half()`: the methods a module returns
+    itself from, peeled off."""
+    while (
+        type(expr) is cst.Call
+        and type(expr.func) is cst.Attribute
+        and (expr.func.attr.value in T.MODULE_SELF_METHODS or expr.func.attr.value in T.MOVE_METHODS)
+    ):
+        expr = expr.func.value
+    return expr
 
 
 def is_true_arg(arg: cst.Arg | None) -> bool:

@@ -185,6 +185,22 @@ class FileContext:
                 found |= oracle.when_true(parent.test)
         return found
 
+    def runs_without_accelerator(self, node: cst.CSTNode | None = None) -> bool:
+        """Is `node` (default: the current node) in the branch an availability check
+        leaves for machines without the accelerator: the body of `if not use_cuda:`, the
+        `else` of `if torch.cuda.is_available():`? Tensors the code places under the same
+        check are on the CPU there."""
+        oracle = self.guards
+        for index in range(self._index(node), 0, -1):
+            child, parent = self.ancestors[index], self.ancestors[index - 1]
+            if type(parent) is cst.If or type(parent) is cst.IfExp:
+                implied = oracle.implication(parent.test)
+                if child is parent.body and implied.when_false and not implied.when_true:
+                    return True
+                if child is parent.orelse and implied.when_true and not implied.when_false:
+                    return True
+        return False
+
     def guards_backend(self, backend: str, node: cst.CSTNode | None = None) -> bool:
         """Does `node` only run where `backend` (`"cuda"`, `"mps"`, ...) is present?"""
         return backend in self.guarded_backends(node)

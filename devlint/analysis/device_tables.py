@@ -88,6 +88,9 @@ NON_TENSOR_FUNCTIONS = frozenset(
     }
 )  # fmt: skip
 
+# `Variable(t)` is `t` since torch 0.4.
+VARIABLE_WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
+
 # Namespaces whose lowercase callables are tensor operations.
 OP_NAMESPACES = ("torch.", "torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")
 NOT_OP_NAMESPACES = (

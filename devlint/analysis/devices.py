@@ -139,10 +139,10 @@ class DeviceAnalysis:
         if cached is not None and cached[0] is innermost:
             return cached[1]
         functions = self.ctx.functions()
-        if functions and not self.model.is_relevant(functions[0]):
+        results = [self.model.scope(f, functions[i + 1 :]) for i, f in enumerate(functions)]
+        if results and not results[0].interpreted:
             results = []  # a scope the analysis does not interpret: nothing is known in it
         else:
-            results = [self.model.scope(f, functions[i + 1 :]) for i, f in enumerate(functions)]
             results.append(self.model.module_scope())
         self._results_by_scope[key] = (innermost, results)
         return results

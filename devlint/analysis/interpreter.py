@@ -38,6 +38,7 @@ from devlint.analysis.tree import (
     string_value,
 )
 from devlint.analysis.calls import TorchCalls
+from devlint.analysis.contexts import CallContext, CallRecord
 from devlint.analysis.guards import accelerator_type
 
 if TYPE_CHECKING:
@@ -59,6 +60,8 @@ class ScopeResult:
     yields: AbstractValue | None = None  # the join of every `yield`
     # parameters the scope calls as modules with an accelerator tensor: name -> that tensor
     param_calls: dict[str, Operand] = field(default_factory=dict)
+    calls: list[CallRecord] = field(default_factory=list)  # calls of the file's own functions
+    interpreted: bool = True  # False: a scope the analysis left alone (every value unknown)
 
 
 class State:
@@ -163,10 +166,12 @@ def evident_modules(nodes: Iterable[cst.CSTNode], receiver: str | None = None) -
 class ScopeEvaluator(TorchCalls):
     """Runs one scope (function, lambda or module body) over abstract values."""
 
-    def __init__(self, model: FileModel, scope: cst.CSTNode, enclosing: list, *, phase1: bool = False) -> None:
+    def __init__(self, model: FileModel, scope: cst.CSTNode, enclosing: list, *, phase1: bool = False,
+                 context: CallContext | None = None) -> None:  # fmt: skip
         self.model = model
         self.scope = scope
         self.phase1 = phase1
+        self.context = context  # what the file's calls pass (see `contexts.py`)
         self.result = ScopeResult()
         self.cls: cst.ClassDef | None = None
         self.self_name: str | None = None
@@ -231,6 +236,11 @@ class ScopeEvaluator(TorchCalls):
         for param in (params.star_arg, params.star_kwarg):
             if type(param) is cst.Param:
                 self.params[param.name.value] = OTHER
+        if self.context is not None:
+            for name, passed in self.context.params.items():
+                assumed = self.params.get(name)
+                if assumed is not None:
+                    self.params[name] = _as_passed(assumed, passed)
 
     def _used_as_tensors(self, function: cst.FunctionDef, params: list[cst.Param]) -> set[str]:
         """Parameters the body calls a tensor-only method of (`x.size()`, `x.unsqueeze(0)`)
@@ -401,7 +411,21 @@ class ScopeEvaluator(TorchCalls):
                 orelse = self.stmt_If(node.orelse, state.copy())
             else:
                 orelse = self.block(node.orelse.body, state.copy())
-        return self.join_states(body, orelse)
+        side = self._accelerated_branch(node.test)
+        if side == "orelse":
+            return self.join_states(orelse, body, guarded=True)
+        return self.join_states(body, orelse, guarded=side == "body")
+
+    def _accelerated_branch(self, test: cst.BaseExpression) -> str | None:
+        """Which branch of `if test:` runs only where an accelerator is present ("body"
+        under `if torch.cuda.is_available():` or a flag assigned from it, "orelse" under
+        `if not ...`), or None when the test says nothing of the machine."""
+        implied = self.model.ctx.guards.implication(test)
+        if implied.when_true and not implied.when_false:
+            return "body"
+        if implied.when_false and not implied.when_true:
+            return "orelse"
+        return None
 
     def stmt_For(self, node: cst.For, state: State) -> State | None:
         iterable = self.eval(node.iter, state)
@@ -480,6 +504,10 @@ class ScopeEvaluator(TorchCalls):
     def stmt_FunctionDef(self, node: cst.FunctionDef, state: State) -> State:
         for decorator in node.decorators:
             self.eval(decorator.decorator, state)
+        params = node.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.default is not None:
+                self.eval(param.default, state)
         self.bind(node.name, OTHER, state)
         return state
 
@@ -500,7 +528,9 @@ class ScopeEvaluator(TorchCalls):
 
     # -- joins -------------------------------------------------------------------------
 
-    def join_states(self, a: State | None, b: State | None) -> State | None:
+    def join_states(self, a: State | None, b: State | None, *, guarded: bool = False) -> State | None:
+        """Where two paths meet. With `guarded`, `a` is the path an availability check
+        guards and `b` the one without it (see `AbstractValue.join_guarded`)."""
         if a is None:
             return b
         if b is None:
@@ -513,7 +543,7 @@ class ScopeEvaluator(TorchCalls):
                 left = self.fallback(key)
             if right is None:
                 right = self.fallback(key)
-            env[key] = left.join(right)
+            env[key] = left.join_guarded(right) if guarded else left.join(right)
         default = a.default if a.default == b.default else UNKNOWN_DEVICE
         return State(env, default)
 
@@ -533,6 +563,8 @@ class ScopeEvaluator(TorchCalls):
         head, _, attr = key.partition(".")
         if key in self.opaque or head in self.opaque:
             return UNKNOWN
+        if self.context is not None and key in self.context.names and key not in self.params:
+            return self.context.names[key]
         if attr:
             if head == self.self_name and not self.phase1 and self.cls is not None and "." not in attr:
                 return self.model.summary(self.cls).get(attr, UNKNOWN)
@@ -557,6 +589,9 @@ class ScopeEvaluator(TorchCalls):
             if type(value_node) in (cst.Tuple, cst.List) and len(value_node.elements) == len(elements):
                 if not any(type(e) is cst.StarredElement for e in value_node.elements):
                     values = [self.result.values.get(id(e.value), UNKNOWN) for e in value_node.elements]
+            elif value.elements is not None and len(value.elements) == len(elements):
+                if not any(type(e) is cst.StarredElement for e in elements):
+                    values = list(value.elements)
             for index, element in enumerate(elements):
                 if type(element) is cst.StarredElement:
                     self.bind(element.value, OTHER, state)
@@ -619,6 +654,8 @@ class ScopeEvaluator(TorchCalls):
             return AbstractValue(Kind.BATCH, CPU, False, loop, Source.LOADER, "a DataLoader batch")
         if value.is_tensor:
             return replace(value, zero_dim=None)
+        if value.kind is Kind.UNKNOWN and value.device.known:
+            return self.unpacked(value)  # the items of a module's output live where it ran
         if id(expr) in self.generated:
             return self.generated[id(expr)]
         if type(expr) is cst.Call:
@@ -749,7 +786,15 @@ class ScopeEvaluator(TorchCalls):
             holds = holds or value.holds_accel or value.may_be_accel_tensor
         return HOLDS_ACCEL if holds else OTHER
 
-    eval_Tuple = eval_List = eval_Set = eval_Dict = _collection
+    eval_List = eval_Set = eval_Dict = _collection
+
+    def eval_Tuple(self, node: cst.Tuple, state: State) -> AbstractValue:
+        """A tuple keeps its items' values, so that what a function returns or yields as
+        `out, (h, c)` unpacks where it is called."""
+        value = self._collection(node, state)
+        if any(type(e) is cst.StarredElement for e in node.elements):
+            return value
+        return replace(value, elements=tuple(self.result.values[id(e.value)] for e in node.elements))
 
     def _comprehension(self, node, state) -> AbstractValue:
         inner = state.copy()
@@ -785,6 +830,11 @@ class ScopeEvaluator(TorchCalls):
             symbol = self.model.ctx.module.code_for_node(node)
             device = join_symbolic(body.device, orelse.device, symbol)
             return AbstractValue(Kind.OTHER if body.kind != orelse.kind else body.kind, device, source=Source.LITERAL)
+        side = self._accelerated_branch(node.test)
+        if side == "body":
+            return body.join_guarded(orelse)
+        if side == "orelse":
+            return orelse.join_guarded(body)
         return body.join(orelse)
 
     def eval_BooleanOperation(self, node: cst.BooleanOperation, state: State) -> AbstractValue:
@@ -854,9 +904,14 @@ class ScopeEvaluator(TorchCalls):
                         break
         if value.kind in (Kind.TENSOR, Kind.BATCH):
             zero_dim = False if value.kind is Kind.BATCH else None
-            return AbstractValue(Kind.TENSOR, value.device, zero_dim, value.origin, value.source, value.how)
+            return AbstractValue(Kind.TENSOR, value.device, zero_dim, value.origin, value.source, value.how,
+                                 maybe_accel=value.maybe_accel)  # fmt: skip
         if value.kind is Kind.MODULE:
             return value
+        if value.elements is not None and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:
+            position = _literal_int(node.slice[0].slice.value)
+            if position is not None and -len(value.elements) <= position < len(value.elements):
+                return value.elements[position]  # `hidden[0]` of `return h, c`
         return UNKNOWN
 
     def _eval_slice(self, element: cst.SubscriptElement, state: State) -> None:
@@ -869,6 +924,30 @@ class ScopeEvaluator(TorchCalls):
                     self.eval(part, state)
 
     # -- calls -------------------------------------------------------------------------
+
+
+def _as_passed(assumed: AbstractValue, passed: AbstractValue) -> AbstractValue:
+    """A parameter as the file's calls pass it. What the body itself shows stays: a
+    module method's input is a tensor on its own device (`x.device`), wherever it is
+    called from; an unknown device becomes what the calls pass."""
+    if assumed.device.known:
+        return assumed
+    if assumed.is_tensor and passed.kind is Kind.UNKNOWN:
+        return replace(passed, kind=Kind.TENSOR)
+    if assumed.kind is not Kind.UNKNOWN and passed.kind is not assumed.kind and not passed.tensor_like:
+        return assumed
+    return passed
+
+
+def _literal_int(node: cst.BaseExpression) -> int | None:
+    """The value of `3` or `-1`, else None."""
+    negative = type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus
+    if negative:
+        node = node.expression
+    if type(node) is cst.Integer:
+        value = int(node.evaluated_value)
+        return -value if negative else value
+    return None
 
 
 _DISPATCH: dict[type, object] = {}

@@ -120,6 +120,8 @@ class AbstractValue:
     layer: str = ""  # the torch.nn class of a module built from one (`torch.nn.LSTM`)
     maybe_accel: bool = False  # on some path (not all) on an accelerator: enough for DEV202/DEV203
     holds_accel: bool = False  # a list (or other collection) that received an accelerator tensor
+    # the values of a tuple's items, where it was built from a literal (`return out, (h, c)`)
+    elements: tuple[AbstractValue, ...] | None = None
 
     @property
     def is_tensor(self) -> bool:
@@ -173,7 +175,34 @@ class AbstractValue:
             layer=self.layer if self.layer == other.layer else "",
             maybe_accel=maybe,
             holds_accel=self.holds_accel or other.holds_accel,
+            elements=_join_elements(self.elements, other.elements),
         )
+
+    def join_guarded(self, other: AbstractValue) -> AbstractValue:
+        """`self` from the branch an availability check guards (`if
+        torch.cuda.is_available(): x = x.cuda()`), `other` from the branch without it.
+        On the accelerator where there is one and on the CPU where there is none is what
+        the device binding means (`x.to(device)`): the accelerator, not "may be". So it
+        is where the other branch left the value unknown: on a machine with the
+        accelerator, the guarded branch is the one that ran. And on a machine without
+        it, where the other branch runs, what the code places on the accelerator is on the
+        CPU: `if use_cuda: p = p.cpu()` leaves `p` on the CPU on both paths."""
+        if other.device.is_accel:
+            other = replace(other, device=CPU, maybe_accel=False)
+        moved = self.device.is_accel and (self.tensor_like or self.is_module)
+        compatible = self.kind is other.kind or other.kind is Kind.UNKNOWN or (self.tensor_like and other.tensor_like)
+        if moved and not other.device.is_accel and compatible:
+            return self
+        return self.join(other)
+
+
+def _join_elements(
+    a: tuple[AbstractValue, ...] | None, b: tuple[AbstractValue, ...] | None
+) -> tuple[AbstractValue, ...] | None:
+    """Two tuples of one length join item by item; anything else has no items known."""
+    if a is None or b is None or len(a) != len(b):
+        return None
+    return tuple(x.join(y) for x, y in zip(a, b))
 
 
 UNKNOWN = AbstractValue()

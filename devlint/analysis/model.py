@@ -23,7 +23,8 @@ from devlint.analysis.tree import (
 )
 from devlint.analysis.calls import is_true_arg
 from devlint.analysis.context import FileContext
-from devlint.analysis.interpreter import ScopeEvaluator, ScopeResult, evident_modules
+from devlint.analysis.contexts import CallContexts
+from devlint.analysis.interpreter import ScopeEvaluator, ScopeResult, State, evident_modules
 from devlint.analysis.relevance import RelevanceGate, _self_attributes_assigned
 
 
@@ -41,7 +42,7 @@ _TRANSPARENT_DECORATORS = frozenset(
 _HEAD = re.compile(r"[A-Za-z_]\w*")
 
 
-class FileModel(RelevanceGate):
+class FileModel(RelevanceGate, CallContexts):
     """File-wide facts the scopes share, computed once."""
 
     def __init__(self, ctx: FileContext) -> None:
@@ -66,8 +67,13 @@ class FileModel(RelevanceGate):
         self.functions: dict[str, cst.FunctionDef | None] = {}  # module-level defs (None: defined twice)
         self._top_classes: set[int] = set()
         self._module_running = False
-        self._early_scopes: dict[int, ScopeResult] = {}
+        self._module_now: State | None = None  # the module body's names at the call it is making
+        self._early_scopes: dict[tuple[int, int, int], ScopeResult] = {}
         self._running: set[int] = set()  # scopes being interpreted (a call back into one is unknown)
+        self._calls: dict[int, list] | None = None  # see CallContexts.calls_of
+        self._contexts: dict[int, object] = {}
+        self._contexts_running: set[int] = set()
+        self._specialized: dict[int, ScopeResult] = {}
         self._index()
 
     def _index(self) -> None:
@@ -124,10 +130,43 @@ class FileModel(RelevanceGate):
         return self.exhausted
 
     def scope(self, function: cst.FunctionDef | cst.Lambda, enclosing: list) -> ScopeResult:
-        # a function called by the module body while it runs sees the module's names
-        # unknown: that answer is kept only until the module body is done
-        scopes = self._early_scopes if self._module_running else self._scopes
-        result = scopes.get(id(function))
+        """The interpretation of `function` the rules see: with what the file's calls pass
+        to it (`contexts.py`) where they pass anything the analysis can use."""
+        if type(function) is cst.FunctionDef and not self._module_running and self._takes_context(function):
+            found = self._specialized.get(id(function))
+            if found is not None:
+                return found
+            context = self.context_of(function)
+            if context is not None and id(function) not in self._running and not self.out_of_time():
+                self._running.add(id(function))
+                try:
+                    found = ScopeEvaluator(self, function, enclosing, context=context).run()
+                finally:
+                    self._running.discard(id(function))
+                self._specialized[id(function)] = found
+                return found
+        return self.generic_scope(function, enclosing)
+
+    def _takes_context(self, function: cst.FunctionDef) -> bool:
+        """A module-level function, or a method of a top-level class: the calls the
+        interpreter resolves."""
+        cls = self.class_of.get(id(function))
+        if cls is not None:
+            return id(cls) in self._top_classes
+        return self.functions.get(function.name.value) is function
+
+    def generic_scope(self, function: cst.FunctionDef | cst.Lambda, enclosing: list) -> ScopeResult:
+        """The interpretation of `function` whoever calls it: its parameters unknown (but
+        for what its body shows of them). Summaries come from here."""
+        # a function called by the module body while it runs sees the module's names as
+        # they are at that call: that answer is kept only until the module body is done
+        if self._module_running:
+            now = self._module_now
+            key = (id(function), id(now.log) if now is not None else 0, len(now.log) if now is not None else 0)
+            scopes: dict = self._early_scopes
+        else:
+            key, scopes = id(function), self._scopes
+        result = scopes.get(key)
         if result is None:
             if id(function) in self._running:
                 return ScopeResult()  # recursion: what the running call returns is not known yet
@@ -138,8 +177,8 @@ class FileModel(RelevanceGate):
                 finally:
                     self._running.discard(id(function))
             else:
-                result = ScopeResult()  # every value unknown: nothing to report
-            scopes[id(function)] = result
+                result = ScopeResult(interpreted=False)  # every value unknown: nothing to report
+            scopes[key] = result
         return result
 
     # -- function summaries --------------------------------------------------------------
@@ -168,7 +207,18 @@ class FileModel(RelevanceGate):
             return None
         if function.asynchronous is not None:
             return None
-        return self.scope(function, [])
+        return self.generic_scope(function, [])
+
+    def summary_at(self, function: cst.FunctionDef, module_names: State | None) -> ScopeResult | None:
+        """`summary_of`, for a call the module body makes (`module_names`: its names at
+        that call, which the function's body sees) or any other (None)."""
+        if module_names is None or not self._module_running:
+            return self.summary_of(function)
+        outer, self._module_now = self._module_now, module_names
+        try:
+            return self.summary_of(function)
+        finally:
+            self._module_now = outer
 
     def at_call(self, function: cst.FunctionDef, value: AbstractValue | None, arguments: dict[str, AbstractValue],
                 bound: bool) -> AbstractValue:  # fmt: skip
@@ -177,6 +227,9 @@ class FileModel(RelevanceGate):
         named by a local is an accelerator without a name."""
         if value is None:
             return UNKNOWN
+        if value.elements is not None:
+            items = tuple(self.at_call(function, item, arguments, bound) for item in value.elements)
+            value = replace(value, elements=items)
         device = value.device
         if device.is_accel and device.symbol:
             match = _HEAD.match(device.symbol)
@@ -199,7 +252,7 @@ class FileModel(RelevanceGate):
         """The parameters a call's arguments fill, in order (without `self` when bound)."""
         params = function.params
         names = [p.name.value for p in (*params.posonly_params, *params.params)]
-        if bound and names:
+        if bound and names and "staticmethod" not in decorator_names(function):
             names = names[1:]
         return names + [p.name.value for p in params.kwonly_params]
 
@@ -215,7 +268,10 @@ class FileModel(RelevanceGate):
         return self._module
 
     def global_value(self, name: str) -> AbstractValue:
-        value = self.module_scope().assigned.get(name)
+        if self._module_running and self._module_now is not None:
+            value = self._module_now.env.get(name)  # a call the module body makes now
+        else:
+            value = self.module_scope().assigned.get(name)
         if value is None:
             return OTHER if name in self.classes or name in self.imports.aliases else UNKNOWN
         return value

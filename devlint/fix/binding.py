@@ -63,6 +63,7 @@ class BindingService:
         self._layout: tuple[dict[int, int], list[int]] | None = None
         self._first_definition: dict[str, int] = {}
         self._placement: tuple[tuple[str, cst.CSTNode] | None] | None = None
+        self._at: cst.CSTNode | None = None  # where the code will stand, when not where the walk is
 
     # -- torch -----------------------------------------------------------------------
 
@@ -104,6 +105,7 @@ class BindingService:
         names: Mapping[str, AbstractValue] | None = None,
         operand: Operand | None = None,
         same_scope: bool = True,
+        at: cst.CSTNode | None = None,
     ) -> Code | None:
         """The code that names `device` (an analysis device) and the edits it needs, in
         SPEC §3's order; None when no name is sure to mean that device there. Every fix
@@ -112,10 +114,15 @@ class BindingService:
         By default the code stands where the walk is. With `names` (the names bound where
         a factory stands, from the analysis) and `operand` (the tensor already on
         `device`), it stands at that factory and may be `<operand>.device`. `same_scope`:
-        the code stands in the scope where `device` got its name.
+        the code stands in the scope where `device` got its name. `at`: the node the code
+        will stand in (the factory), where that is an earlier statement than the walk's.
         """
         if names is not None and operand is not None:
-            return self._code_among(names, device, operand)
+            self._at = at
+            try:
+                return self._code_among(names, device, operand)
+            finally:
+                self._at = None
         return self._code_here(device, same_scope)
 
     def _code_among(self, names: Mapping[str, AbstractValue], target: Device, other: Operand) -> Code | None:
@@ -491,9 +498,22 @@ class BindingService:
         return self._layout
 
     def _current_index(self) -> int:
+        """The position of the top-level statement the code will stand in."""
         positions, _ = self._statement_index()
-        top = self.ctx.top_level_statement()
+        top = self.ctx.top_level_statement() if self._at is None else self._top_of(self._at)
         return positions.get(id(top), len(self.ctx.module.body)) if top is not None else len(self.ctx.module.body)
+
+    def _top_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The top-level statement holding `node`."""
+        tree = self.ctx.tree
+        position = tree._position(node)
+        if position is None:
+            return self.ctx.top_level_statement()
+        for stmt in self.ctx.module.body:
+            start = tree._position(stmt)
+            if start is not None and start <= position < tree.ends[start]:
+                return stmt
+        return None
 
     def _prelude_anchor(self) -> cst.CSTNode | None:
         """The last top-level import before the statement being fixed (None: file top)."""

@@ -75,6 +75,8 @@ class MixedDevices(Rule):
         conflict = analysis.conflict_at(node)
         if conflict is None or self._left_to_another_rule(analysis, conflict):
             return
+        if self.ctx.runs_without_accelerator():
+            return  # the branch for machines without the accelerator the other operand needs
         self.report(node, self._message(analysis, conflict), self._fix(analysis, conflict))
 
     def _left_to_another_rule(self, analysis: DeviceAnalysis, conflict: Conflict) -> bool:
@@ -121,7 +123,7 @@ class MixedDevices(Rule):
         if any(a.star == "**" for a in origin.args):
             return None
         names = analysis.names_at(origin) or {}
-        device = self.binding.code_for(conflict.other.value.device, names=names, operand=conflict.other)
+        device = self.binding.code_for(conflict.other.value.device, names=names, operand=conflict.other, at=origin)
         if device is None:
             return None
         code, edits = device
@@ -211,6 +213,8 @@ class NumpyOnDevice(Rule):
     fixable = True
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.runs_without_accelerator():
+            return  # `t.numpy() if not use_cuda else t.cpu().numpy()`
         func = node.func
         if type(func) is not cst.Attribute or func.attr.value != "numpy":
             self._implicit(node)

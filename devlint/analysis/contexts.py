@@ -1,0 +1,232 @@
+"""Call contexts (SPEC §4): a function's body as the file's own calls run it.
+
+A summary says what a call returns wherever it stands. The body itself is interpreted
+a second time, for the rules, with what the calls in this file pass: the arguments
+(`train(model, loader)` hands in a moved model and a DataLoader), the defaults of
+parameters no call fills, and the module-level names and `self.<attr>`s as the caller
+left them (`model.to(device)` inside `train()` before it calls `test()`). Where calls
+disagree, their values join, so two calls with a CPU and a GPU tensor leave the
+parameter unknown. Calls the file cannot see (from other modules, or through a
+callback) are not joined in: what is found is true of the calls the file makes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from devlint.analysis.lattice import UNKNOWN, AbstractValue, Kind, accel
+from devlint.analysis.tree import decorator_names, dotted_name, statements
+
+if TYPE_CHECKING:
+    from devlint.analysis.interpreter import Mark, ScopeResult
+
+_HEAD = re.compile(r"[A-Za-z_]\w*")
+_DEVICE_KINDS = frozenset({Kind.TENSOR, Kind.MODULE, Kind.DATALOADER, Kind.BATCH, Kind.DEVICE})
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """A call of a function (or method) of this file, as the interpreter met it."""
+
+    callee: cst.FunctionDef
+    call: cst.Call
+    mark: Mark  # the caller's names just before the call
+    bound: bool  # a method call: `self.m(...)`, `net.m(...)`
+    receiver: cst.BaseExpression | None = None
+
+
+@dataclass
+class CallContext:
+    """What the file's calls pass to one function: parameter values, and the names
+    (module-level ones, `self.<attr>`s) the callers left other than the module did."""
+
+    params: dict[str, AbstractValue] = field(default_factory=dict)
+    names: dict[str, AbstractValue] = field(default_factory=dict)
+
+
+def matters(value: AbstractValue) -> bool:
+    """Does `value` say anything the device analysis can use?"""
+    if value.kind in _DEVICE_KINDS or value.device.known or value.maybe_accel or value.holds_accel:
+        return True
+    return value.elements is not None and any(matters(item) for item in value.elements)
+
+
+def renamed(value: AbstractValue, rename: dict[str, str], hidden: frozenset[str]) -> AbstractValue:
+    """`value`, computed by a caller, as the callee sees it: a device named by the
+    caller's `device` is the callee's parameter given it (`rename`), one named by a name
+    the callee cannot see (`hidden`) an accelerator without a name."""
+    if value.elements is not None:
+        value = replace(value, elements=tuple(renamed(item, rename, hidden) for item in value.elements))
+    device = value.device
+    if device.is_accel and device.symbol:
+        match = _HEAD.match(device.symbol)
+        head = match.group(0) if match else ""
+        if head in rename:
+            return replace(value, device=accel(rename[head] + device.symbol[len(head) :]))
+        if head in hidden:
+            return replace(value, device=accel(None))
+    return value
+
+
+class CallContexts:
+    """The call-context half of `FileModel`: which calls of the file reach each
+    function, and what they pass."""
+
+    def calls_of(self, function: cst.FunctionDef) -> list[tuple[cst.CSTNode | None, tuple, CallRecord]]:
+        """(caller, the functions around it, the call) for every call of `function` in
+        the interpreted scopes of the file. The first question interprets them all: the
+        walk would, as every scope with a device in it is asked about."""
+        if self._calls is None:
+            self._calls = {}
+            self._record_calls(None, (), self.module_scope())
+            for scope, enclosing in _defined_functions(self.ctx.module, ()):
+                self._record_calls(scope, enclosing, self.generic_scope(scope, list(enclosing)))
+        return self._calls.get(id(function), [])
+
+    def _record_calls(self, caller, enclosing: tuple, result: ScopeResult) -> None:
+        for record in result.calls:
+            self._calls.setdefault(id(record.callee), []).append((caller, enclosing, record))
+
+    def context_of(self, function: cst.FunctionDef) -> CallContext | None:
+        """What the calls of the file pass to `function`, or None where they pass
+        nothing the analysis can use (or the question is already being answered: a
+        recursive call)."""
+        key = id(function)
+        if key in self._contexts:
+            return self._contexts[key]
+        if key in self._contexts_running or self._module_running:
+            return None
+        self._contexts_running.add(key)
+        try:
+            context = self._join_calls(function)
+        finally:
+            self._contexts_running.discard(key)
+        self._contexts[key] = context
+        return context
+
+    def _join_calls(self, function: cst.FunctionDef) -> CallContext | None:
+        calls = self.calls_of(function)
+        if not calls:
+            return None
+        cls = self.class_of.get(id(function))
+        own_self = _self_name(function) if cls is not None else None
+        hidden = self.ctx.bindings_of(function)
+        joined: CallContext | None = None
+        for caller, enclosing, record in calls:
+            seen = self._one_call(function, own_self, hidden, caller, enclosing, record)
+            if joined is None:
+                joined = seen
+                continue
+            joined.params = {name: value.join(seen.params[name]) for name, value in joined.params.items()}
+            for name in joined.names.keys() | seen.names.keys():
+                fallback = self._name_fallback(cls, own_self, name)
+                joined.names[name] = joined.names.get(name, fallback).join(seen.names.get(name, fallback))
+        assert joined is not None
+        joined.params = {name: value for name, value in joined.params.items() if matters(value)}
+        joined.names = {
+            name: value
+            for name, value in joined.names.items()
+            if matters(value) and value != self._name_fallback(cls, own_self, name)
+        }
+        return joined if joined.params or joined.names else None
+
+    def _one_call(self, function: cst.FunctionDef, own_self: str | None, hidden: frozenset[str], caller,
+                  enclosing: tuple, record: CallRecord) -> CallContext:  # fmt: skip
+        """What one call passes: its arguments (each parameter no argument fills takes
+        its default), and the names its caller rebound before it."""
+        result = self.scope(caller, list(enclosing)) if caller is not None else self.module_scope()
+        caller_names = (
+            frozenset().union(*(self.ctx.bindings_of(f) for f in (caller, *enclosing))) if caller is not None else None
+        )
+        names = self.parameter_names(function, record.bound)
+        values: dict[str, AbstractValue] = {}
+        rename: dict[str, str] = {}
+        starred = False
+        for index, arg in enumerate(record.call.args):
+            if arg.star:
+                starred = True
+                break
+            name = arg.keyword.value if arg.keyword is not None else (names[index] if index < len(names) else None)
+            if name is None or name not in names:
+                continue
+            values[name] = result.values.get(id(arg.value), UNKNOWN)
+            if type(arg.value) is cst.Name:
+                rename.setdefault(arg.value.value, name)
+        receiver = dotted_name(record.receiver) if record.receiver is not None else None
+        if receiver is not None and own_self is not None and "." not in receiver:
+            rename.setdefault(receiver, own_self)
+        if caller_names is None:
+            gone = hidden - rename.keys()  # the module's names the callee's own names hide
+        else:
+            gone = (caller_names | hidden) - rename.keys()
+        params: dict[str, AbstractValue] = {}
+        for param in _params(function, record.bound):
+            name = param.name.value
+            if name in values and not starred:
+                params[name] = renamed(values[name], rename, gone)
+            elif param.default is not None and not starred:
+                params[name] = self.default_of(param)
+            else:
+                params[name] = UNKNOWN
+        return CallContext(params, self._names_left(record, caller_names, receiver, own_self, rename, gone))
+
+    def _names_left(self, record: CallRecord, caller_names: frozenset[str] | None, receiver: str | None,
+                    own_self: str | None, rename: dict[str, str], gone: frozenset[str]) -> dict[str, AbstractValue]:  # fmt: skip
+        """The module-level names, and the receiver's attributes (as the callee's
+        `self.<attr>`s), as the caller left them at the call."""
+        left: dict[str, AbstractValue] = {}
+        for key, value in record.mark.names().items():
+            head, dot, attr = key.partition(".")
+            if dot:
+                if receiver is not None and own_self is not None and head == receiver and "." not in attr:
+                    left[f"{own_self}.{attr}"] = renamed(value, rename, gone)
+            elif caller_names is None or key not in caller_names:
+                if key not in gone and matters(value):
+                    left[key] = renamed(value, rename, gone)
+        return left
+
+    def _name_fallback(self, cls: cst.ClassDef | None, own_self: str | None, name: str) -> AbstractValue:
+        head, dot, attr = name.partition(".")
+        if dot:
+            return self.summary(cls).get(attr, UNKNOWN) if cls is not None and head == own_self else UNKNOWN
+        return self.global_value(name)
+
+    def default_of(self, param: cst.Param) -> AbstractValue:
+        """The value of a parameter's default, evaluated where the function is defined."""
+        assert param.default is not None
+        value = self.module_scope().values.get(id(param.default))
+        if value is None:
+            for result in self._scopes.values():
+                value = result.values.get(id(param.default))
+                if value is not None:
+                    break
+        return value or UNKNOWN
+
+
+def _params(function: cst.FunctionDef, bound: bool) -> list[cst.Param]:
+    params = function.params
+    ordered = [*params.posonly_params, *params.params]
+    if bound and ordered and "staticmethod" not in decorator_names(function):
+        ordered = ordered[1:]
+    return ordered + list(params.kwonly_params)
+
+
+def _self_name(function: cst.FunctionDef) -> str | None:
+    params = [*function.params.posonly_params, *function.params.params]
+    return params[0].name.value if params else None
+
+
+def _defined_functions(node: cst.CSTNode, enclosing: tuple):
+    """Every `def` under `node` (in classes, nested in functions), with the functions
+    around it, innermost first; found through statements only, without a walk over every
+    expression."""
+    for stmt in statements(node, enter_definitions=False):
+        if type(stmt) is cst.FunctionDef:
+            yield stmt, enclosing
+            yield from _defined_functions(stmt, (stmt, *enclosing))
+        elif type(stmt) is cst.ClassDef:
+            yield from _defined_functions(stmt, enclosing)
