@@ -177,16 +177,19 @@ class CallContexts:
     def _names_left(self, record: CallRecord, caller_names: frozenset[str] | None, receiver: str | None,
                     own_self: str | None, rename: dict[str, str], gone: frozenset[str]) -> dict[str, AbstractValue]:  # fmt: skip
         """The module-level names, and the receiver's attributes (as the callee's
-        `self.<attr>`s), as the caller left them at the call."""
-        left: dict[str, AbstractValue] = {}
-        for key, value in record.mark.names().items():
+        `self.<attr>`s), that the callee reads, as the caller left them at the call."""
+        wanted: dict[str, str] = {}  # the caller's key -> the callee's
+        for key in self.generic_scope(record.callee, []).reads:
             head, dot, attr = key.partition(".")
             if dot:
-                if receiver is not None and own_self is not None and head == receiver and "." not in attr:
-                    left[f"{own_self}.{attr}"] = renamed(value, rename, gone)
-            elif caller_names is None or key not in caller_names:
-                if key not in gone and matters(value):
-                    left[key] = renamed(value, rename, gone)
+                if receiver is not None and head == own_self:
+                    wanted[f"{receiver}.{attr}"] = key
+            elif (caller_names is None or key not in caller_names) and key not in gone:
+                wanted[key] = key
+        left: dict[str, AbstractValue] = {}
+        for key, value in record.mark.values_of(set(wanted)).items():
+            if matters(value):
+                left[wanted[key]] = renamed(value, rename, gone)
         return left
 
     def _name_fallback(self, cls: cst.ClassDef | None, own_self: str | None, name: str) -> AbstractValue:

@@ -61,6 +61,7 @@ class ScopeResult:
     # parameters the scope calls as modules with an accelerator tensor: name -> that tensor
     param_calls: dict[str, Operand] = field(default_factory=dict)
     calls: list[CallRecord] = field(default_factory=list)  # calls of the file's own functions
+    reads: set[str] = field(default_factory=set)  # module-level names and `self.<attr>`s read
     interpreted: bool = True  # False: a scope the analysis left alone (every value unknown)
 
 
@@ -124,6 +125,20 @@ class Mark:
             else:
                 env[key] = value
         return env
+
+    def values_of(self, keys: set[str]) -> dict[str, AbstractValue]:
+        """The values `keys` had at this point (those bound then), read from the end."""
+        found: dict[str, AbstractValue] = {}
+        missing = set(keys)
+        for index in range(self.length - 1, -1, -1):
+            if not missing:
+                break
+            key, value = self.log[index]
+            if key in missing:
+                missing.discard(key)
+                if value is not None:
+                    found[key] = value
+        return found
 
 
 _NAMING_SYMBOL = re.compile(r"^(?:[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*|[\"'][\w:]+[\"'])$")
@@ -567,6 +582,7 @@ class ScopeEvaluator(TorchCalls):
             return self.context.names[key]
         if attr:
             if head == self.self_name and not self.phase1 and self.cls is not None and "." not in attr:
+                self.result.reads.add(key)
                 return self.model.summary(self.cls).get(attr, UNKNOWN)
             return UNKNOWN
         if key in self.params:
@@ -575,6 +591,7 @@ class ScopeEvaluator(TorchCalls):
             return UNKNOWN
         if type(self.scope) is cst.Module:
             return UNKNOWN
+        self.result.reads.add(key)
         return self.model.global_value(key)
 
     def lookup(self, key: str, state: State) -> AbstractValue:
