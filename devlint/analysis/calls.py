@@ -99,9 +99,6 @@ class TorchCalls:
         return type(expr) is cst.Name and expr.value == self.self_name
 
     def _plain_call(self, node: cst.Call, func, callee: AbstractValue, args, state: State) -> AbstractValue:
-        callee = self._module_if_evident(callee, func)
-        if callee.is_module:
-            return self._module_call(node, callee, args)
         name = func.value if type(func) is cst.Name else None
         if name is not None and name in self.params and name not in state.env:
             # a parameter called with an accelerator tensor: a caller's CPU model fails here
@@ -109,6 +106,9 @@ class TorchCalls:
                 if arg.keyword is None and not arg.star and value.tensor_like and value.device.is_accel:
                     self.result.param_calls.setdefault(name, Operand(arg.value, value))
                     break
+        callee = self._module_if_evident(callee, func)
+        if callee.is_module:
+            return self._module_call(node, callee, args)
         if name is not None and name not in self.shadowed:
             function = self.model.callee(name)
             if function is not None:
@@ -155,12 +155,18 @@ class TorchCalls:
                 arguments[arg.keyword.value] = (arg.value, value)
             elif index < len(names):
                 arguments[names[index]] = (arg.value, value)
+        values = {name: value for name, (_, value) in arguments.items()}
         for name, operand in summary.param_calls.items():
             expr, value = arguments.get(name, (None, UNKNOWN))
             if expr is not None and value.is_module and value.holds_params and value.device.is_cpu:
-                other = self.model.operand_at_call(function, operand, bound)
+                other = self.model.operand_at_call(function, operand, bound, values)
                 self._conflict(Conflict(node, Operand(expr, value), other, "module"))
-        values = {name: value for name, (_, value) in arguments.items()}
+            elif type(expr) is cst.Name and expr.value in self.params and expr.value not in state.env:
+                # a parameter of this scope handed on to a function that calls it with an
+                # accelerator tensor: this scope calls it so too
+                other = self.model.operand_at_call(function, operand, bound, values)
+                if other.value.device.is_accel:
+                    self.result.param_calls.setdefault(expr.value, other)
         if summary.yields is not None:
             self.generated[id(node)] = self.model.at_call(function, summary.yields, values, bound)
             return OTHER  # a generator
@@ -309,7 +315,12 @@ class TorchCalls:
         elif qualified in T.OPTIONAL_STATE_LAYERS:
             holds = any(is_true_arg(keyword_arg(node, k)) for k in T.OPTIONAL_STATE_LAYERS[qualified])
         elif qualified in T.MODULE_CONTAINERS:
-            holds = any(v.holds_params for v in args)
+            # `nn.Sequential(conv, ...)`, also `nn.Sequential(OrderedDict([("fc", nn.Linear(...))]))`
+            holds = any(v.holds_params for v in args) or any(
+                self.result.values.get(id(inner), UNKNOWN).holds_params
+                for arg in node.args
+                for inner in self.model.ctx.tree.walk(arg.value)
+            )
         device_arg = keyword_arg(node, "device")
         if device_arg is not None:
             device = self.device_at(device_arg.value, state)
@@ -400,7 +411,7 @@ class TorchCalls:
                 operands.append(Operand(inner.elt, self.result.values.get(id(inner.elt), UNKNOWN)))
             else:
                 operands.append(Operand(inner, value))
-        tensors = [o for o in operands if o.value.tensor_like]
+        tensors = [o for o in operands if o.value.tensor_like or (o.value.maybe_accel and o.value.kind is Kind.UNKNOWN)]
         if qualified in T.SAME_DEVICE_FUNCTIONS:
             base = qualified.rsplit(".", 1)[-1]
             self._check_operands(node, tensors, elementwise=base in T.ELEMENTWISE_METHODS or base == "where")
@@ -447,8 +458,14 @@ class TorchCalls:
         kind = receiver.kind
         if name in ("append", "extend", "insert") and kind in (Kind.OTHER, Kind.UNKNOWN) and not receiver.device.known:
             # `losses.append(loss)`: the list now holds an accelerator tensor
-            if any(v.may_be_accel_tensor or v.holds_accel for v in args) and dotted_name(receiver_expr) is not None:
-                self.bind(receiver_expr, replace(receiver, holds_accel=True), state)
+            if any(v.may_be_accel_tensor or v.holds_accel for v in args):
+                if dotted_name(receiver_expr) is not None:
+                    self.bind(receiver_expr, replace(receiver, holds_accel=True), state)
+                elif type(receiver_expr) is cst.Subscript and dotted_name(receiver_expr.value) is not None:
+                    # `history[phase].append(err)`: the dict of lists holds it
+                    outer = self.result.values.get(id(receiver_expr.value), UNKNOWN)
+                    if outer.kind in (Kind.OTHER, Kind.UNKNOWN) and not outer.device.known:
+                        self.bind(receiver_expr.value, replace(outer, holds_accel=True), state)
             return OTHER
         if kind is Kind.TENSOR or (
             kind is Kind.UNKNOWN
@@ -604,6 +621,8 @@ class TorchCalls:
         if not tensors:
             if left.value.kind is Kind.OTHER and right.value.kind is Kind.OTHER:
                 return OTHER
+            if left.value.maybe_accel or right.value.maybe_accel:
+                return AbstractValue(maybe_accel=True)  # `100.0 * total_error`
             return UNKNOWN
         matmul = type(getattr(node, "operator", None)) is cst.MatrixMultiply
         self._check_operands(node, tensors, elementwise=not matmul)

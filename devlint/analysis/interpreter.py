@@ -62,6 +62,7 @@ class ScopeResult:
     param_calls: dict[str, Operand] = field(default_factory=dict)
     calls: list[CallRecord] = field(default_factory=list)  # calls of the file's own functions
     reads: set[str] = field(default_factory=set)  # module-level names and `self.<attr>`s read
+    exits: dict[str, AbstractValue] = field(default_factory=dict)  # `self.<attr>`s as the method leaves them
     interpreted: bool = True  # False: a scope the analysis left alone (every value unknown)
 
 
@@ -282,13 +283,15 @@ class ScopeEvaluator(TorchCalls):
                 name = node.value.value
                 if name in wanted and node.attr.value in T.TENSOR_USE_ATTRS:
                     found[name] = wanted[name]
-            elif type(node) is cst.Call and type(node.func) is cst.Attribute:
+            elif type(node) is cst.Call:
                 func = node.func
-                if (
-                    type(func.value) is cst.Name
+                submodule = (
+                    type(func) is cst.Attribute
+                    and type(func.value) is cst.Name
                     and func.value.value == self.self_name
                     and func.attr.value not in methods
-                ):
+                )
+                if submodule or (type(func) is cst.Name and func.value == self.self_name):  # `self(x)`
                     for arg in positional_args(node):
                         if type(arg.value) is cst.Name and arg.value.value in wanted:
                             found[arg.value.value] = wanted[arg.value.value]
@@ -303,7 +306,7 @@ class ScopeEvaluator(TorchCalls):
         if type(scope) is cst.Lambda:
             self.eval(scope.body, state)
         elif type(scope) is cst.FunctionDef:
-            self.block(scope.body, state)
+            self._exit(self.block(scope.body, state))
         else:
             self.statements(scope.body, state)
         return self.result
@@ -356,7 +359,14 @@ class ScopeEvaluator(TorchCalls):
 
     def small(self, node: cst.BaseSmallStatement, state: State) -> State | None:
         if type(node) is cst.Expr:
-            self.eval(node.value, state)
+            value = self.eval(node.value, state)
+            call = node.value
+            if type(call) is cst.Call and type(call.func) is cst.Attribute and call.func.attr.value in T.MOVE_METHODS:
+                receiver = call.func.value
+                if type(receiver) is cst.Name and self.result.values.get(id(receiver), UNKNOWN).kind is Kind.UNKNOWN:
+                    # `model.to(device)` alone on a line moves a module in place (on a tensor it
+                    # does nothing, which is DEV202's): it is not known to be where it was
+                    self.bind(receiver, replace(value, kind=Kind.UNKNOWN), state)
         elif type(node) is cst.Assign:
             value = self.eval(node.value, state)
             for target in node.targets:
@@ -375,8 +385,10 @@ class ScopeEvaluator(TorchCalls):
                         self._returned(value)
                 elif type(child) is cst.From:
                     self.eval(child.item, state)
-            if type(node) is cst.Return and node.value is None:
-                self._returned(OTHER)
+            if type(node) is cst.Return:
+                if node.value is None:
+                    self._returned(OTHER)
+                self._exit(state)
             return None
         elif type(node) is cst.Break:
             if self._loops:
@@ -638,6 +650,19 @@ class ScopeEvaluator(TorchCalls):
         elif type(self.scope) is cst.Module and "." not in key:
             self._assigned(key, value)
 
+    def _exit(self, state: State | None) -> None:
+        """A path leaves the method: what it leaves in `self.<attr>`s, joined with the
+        other paths that set them (what other methods see after a call)."""
+        if state is None or self.self_name is None:
+            return
+        prefix = self.self_name + "."
+        exits = self.result.exits
+        for key in state.dotted:
+            if key.startswith(prefix):
+                value = state.env[key]
+                old = exits.get(key)
+                exits[key] = value if old is None else old.join(value)
+
     def _returned(self, value: AbstractValue) -> None:
         old = self.result.returns
         self.result.returns = value if old is None else old.join(value)
@@ -681,6 +706,10 @@ class ScopeEvaluator(TorchCalls):
             if name in T.ITERATION_WRAPPERS and args:
                 inner = args[0].value
                 return self.element_of(inner, self.result.values.get(id(inner), UNKNOWN), loop)
+        if value.kind is Kind.UNKNOWN and not value.device.known and _names_a_loader(expr):
+            # `for x, y in train_loader:` with a loader handed in: batches of tensors, on
+            # a device the analysis cannot know (a loader may move them itself)
+            return AbstractValue(Kind.BATCH, UNKNOWN_DEVICE, False, loop)
         return UNKNOWN
 
     def bind_element(self, target: cst.BaseExpression, element: AbstractValue, state: State,
@@ -925,6 +954,8 @@ class ScopeEvaluator(TorchCalls):
                                  maybe_accel=value.maybe_accel)  # fmt: skip
         if value.kind is Kind.MODULE:
             return value
+        if value.holds_accel and value.kind is Kind.OTHER and value.elements is None:
+            return value  # an item of a dict of lists that got accelerator tensors may hold one
         if value.elements is not None and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:
             position = _literal_int(node.slice[0].slice.value)
             if position is not None and -len(value.elements) <= position < len(value.elements):
@@ -954,6 +985,15 @@ def _as_passed(assumed: AbstractValue, passed: AbstractValue) -> AbstractValue:
     if assumed.kind is not Kind.UNKNOWN and passed.kind is not assumed.kind and not passed.tensor_like:
         return assumed
     return passed
+
+
+def _names_a_loader(expr: cst.BaseExpression) -> bool:
+    """`loader`, `train_loader`, `self.dataloader`, `loaders[phase]`."""
+    if type(expr) is cst.Subscript:
+        name = dotted_name(expr.value)
+        return name is not None and name.rsplit(".", 1)[-1].lower().endswith("loaders")
+    name = dotted_name(expr)
+    return name is not None and name.rsplit(".", 1)[-1].lower().endswith("loader")
 
 
 def _literal_int(node: cst.BaseExpression) -> int | None:

@@ -242,15 +242,29 @@ class FileModel(RelevanceGate, CallContexts):
             params = self.parameter_names(function, bound)
             if head in params:
                 argument = arguments.get(head)
+                if argument is None:
+                    argument = self._default_argument(function, head)
                 if device.symbol == f"{head}.device" and argument is not None and argument.device.known:
                     return replace(value, device=argument.device, maybe_accel=argument.maybe_accel)
+                if device.symbol == head and argument is not None and argument.device.is_accel:
+                    if argument.kind in (Kind.DEVICE, Kind.OTHER):  # `.to(device)`, the device passed in
+                        return replace(value, device=argument.device)
                 return replace(value, device=UNKNOWN_DEVICE, origin=None, how="", maybe_accel=False)
             if head in self.ctx.bindings_of(function):
                 return replace(value, device=accel(None))
         return value
 
-    def operand_at_call(self, function: cst.FunctionDef, operand: Operand, bound: bool) -> Operand:
-        return Operand(operand.expr, self.at_call(function, operand.value, {}, bound))
+    def _default_argument(self, function: cst.FunctionDef, name: str) -> AbstractValue | None:
+        """The value of parameter `name`'s default, when a call leaves it out."""
+        params = function.params
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+            if param.name.value == name and param.default is not None:
+                return self.default_of(param)
+        return None
+
+    def operand_at_call(self, function: cst.FunctionDef, operand: Operand, bound: bool,
+                        arguments: dict[str, AbstractValue] | None = None) -> Operand:  # fmt: skip
+        return Operand(operand.expr, self.at_call(function, operand.value, arguments or {}, bound))
 
     @staticmethod
     def parameter_names(function: cst.FunctionDef, bound: bool) -> list[str]:
@@ -432,8 +446,9 @@ class FileModel(RelevanceGate, CallContexts):
         for cls in [*self.local_bases(node), node]:
             for method in self._methods(cls):
                 if self.is_relevant(method, building=True):
-                    assigned = ScopeEvaluator(self, method, [], phase1=True).run().assigned
-                    attrs = {key.split(".", 1)[1]: value for key, value in assigned.items()}
+                    result = ScopeEvaluator(self, method, [], phase1=True).run()
+                    # what the method leaves (`self.cpc = CPC(); self.cpc.to(d)` leaves it moved)
+                    attrs = {key.split(".", 1)[1]: result.exits.get(key, value) for key, value in result.assigned.items()}
                 else:
                     # not interpreted: whatever it assigns to `self` is unknown
                     attrs = dict.fromkeys(_self_attributes_assigned(method), UNKNOWN)

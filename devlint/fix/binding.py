@@ -64,6 +64,7 @@ class BindingService:
         self._first_definition: dict[str, int] = {}
         self._placement: tuple[tuple[str, cst.CSTNode] | None] | None = None
         self._at: cst.CSTNode | None = None  # where the code will stand, when not where the walk is
+        self._cuda_selection: bool | None = None
 
     # -- torch -----------------------------------------------------------------------
 
@@ -82,7 +83,7 @@ class BindingService:
         `string=True` the same choice as a device-type string, for code that holds strings."""
         torch, edits = self.torch()
         config = self.ctx.config
-        cuda_style = config.device_style == "cuda" or config.torch_version < (2, 6)
+        cuda_style = config.device_style == "cuda" or config.torch_version < (2, 6) or self._selects_cuda()
         if cuda_style and string:
             code = f'"cuda" if {torch}.cuda.is_available() else "cpu"'
         elif cuda_style:
@@ -378,6 +379,26 @@ class BindingService:
             if after is not None:
                 return f"torch.device({choice})", after
         return None
+
+    def _selects_cuda(self) -> bool:
+        """Does the file choose its device with a CUDA check the fixes keep
+        (`torch.device("cuda" if torch.cuda.is_available() else "cpu")`, in a function
+        too)? Then a device the fixes add is chosen the same way: with one beside it from
+        `torch.accelerator`, a Mac would put the model on MPS and the batches on the CPU.
+        With DEV502 selected, those choices become the accelerator's in the same run."""
+        if self._cuda_selection is None:
+            self._cuda_selection = not self.ctx.config.is_enabled("DEV502") and any(
+                type(node) is cst.IfExp and self._cuda_or_cpu(node) for node in self.ctx.tree.nodes
+            )
+        return self._cuda_selection
+
+    def _cuda_or_cpu(self, choice: cst.IfExp) -> bool:
+        """`"cuda" if <a CUDA check> else "cpu"`."""
+        literals = (string_value(choice.body), string_value(choice.orelse))
+        if literals not in (("cuda", "cpu"), ("cuda:0", "cpu")):
+            return False
+        implied = self.ctx.guards.implication(choice.test)
+        return "cuda" in implied.when_true and not implied.when_false
 
     def _places_on_cuda(self, decision: cst.If | cst.IfExp) -> bool:
         """Does this branch keep a `.cuda()` call or a `torch.cuda.*Tensor` type?"""
