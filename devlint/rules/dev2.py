@@ -387,10 +387,12 @@ def _runs_at_construction(tree: Tree, method: cst.FunctionDef, cls: cst.ClassDef
 
 
 def _other_assignments(tree: Tree, cls: cst.ClassDef, self_name: str, attr: str, node: cst.CSTNode) -> list:
-    """(method, value) of every other `self.<attr> = value` in the class's methods."""
+    """(method, value) of every other `self.<attr> = value` in the class's methods, but
+    those of a method that uses the tensor before it assigns it (a recurrent state:
+    `h_prev = self.h` ... `self.h = h.detach()`), where it is on the CPU the first time."""
     found = []
     for stmt in cls.body.body if type(cls.body) is cst.IndentedBlock else ():
-        if type(stmt) is not cst.FunctionDef:
+        if type(stmt) is not cst.FunctionDef or _reads_first(tree, stmt, f"{self_name}.{attr}"):
             continue
         for child in tree.walk(stmt.body):
             if child is node:
@@ -404,6 +406,22 @@ def _other_assignments(tree: Tree, cls: cst.ClassDef, self_name: str, attr: str,
                 if dotted_name(target) == f"{self_name}.{attr}":
                     found.append((stmt, child.value))
     return found
+
+
+def _reads_first(tree: Tree, method: cst.FunctionDef, key: str) -> bool:
+    """Is the first statement of `method`'s body that mentions `key` a plain line that
+    only reads it (not a test, such as a cache's `if self.mask is None:`, nor an
+    assignment, such as `self.mask = self.mask.to(x.device)`)?"""
+    for stmt in method.body.body if type(method.body) is cst.IndentedBlock else ():
+        if not any(type(n) is cst.Attribute and dotted_name(n) == key for n in tree.walk(stmt)):
+            continue
+        if type(stmt) is not cst.SimpleStatementLine:
+            return False
+        return not any(
+            type(small) is cst.Assign and any(dotted_name(t.target) == key for t in small.targets)
+            for small in stmt.body
+        )
+    return False
 
 
 def _class_level(cls: cst.ClassDef, attr: str) -> bool:

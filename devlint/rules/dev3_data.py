@@ -334,8 +334,33 @@ class AcceleratorTensorInDataset(Rule):
             visible = module_names - self.ctx.bindings_of(function)
             for node in self.ctx.tree.walk_scope(function):
                 if type(node) is cst.Assign and any(dotted_name(t.target) == f"self.{attribute}" for t in node.targets):
-                    values.append((node.value, visible))
-        return bool(values) and all(self._names_accelerator_value(v, names) for v, names in values)
+                    values.append((node.value, visible, function))
+        return bool(values) and all(
+            self._names_accelerator_value(v, names) or self._constructed_with_accelerator(cls, function, v)
+            for v, names, function in values
+        )
+
+    def _constructed_with_accelerator(self, cls: cst.ClassDef, function: cst.FunctionDef,
+                                      value: cst.BaseExpression) -> bool:  # fmt: skip
+        """`self.device = torch.device(device)` (or `= device`) in `__init__`, where every
+        `Dataset(...)` the file builds passes an accelerator for `device`."""
+        if type(value) is cst.Call and self.ctx.qualify(value.func) == "torch.device" and len(value.args) == 1:
+            value = value.args[0].value
+        if function.name.value != "__init__" or type(value) is not cst.Name:
+            return False
+        params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)][1:]
+        if value.value not in params and value.value not in {p.name.value for p in function.params.kwonly_params}:
+            return False
+        module_names = self._module_accelerator_names()
+        found = False
+        for node in self.ctx.tree.walk_scope(self.ctx.module):
+            if type(node) is not cst.Call or type(node.func) is not cst.Name or node.func.value != cls.name.value:
+                continue
+            passed = _argument(node, value.value, params.index(value.value) if value.value in params else None)
+            if passed is None or not self._names_accelerator_value(passed.value, module_names):
+                return False
+            found = True
+        return found
 
     def _module_accelerator_names(self) -> frozenset[str]:
         """Module-level names every assignment of which names the accelerator."""
