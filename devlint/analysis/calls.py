@@ -51,6 +51,8 @@ class TorchCalls:
             callee = self.eval(func, state)
         args = [self.eval(arg.value, state) for arg in node.args]
         if qualified is not None:
+            if qualified.startswith("numpy."):
+                return OTHER  # NumPy gives arrays and numbers in host memory, never a tensor
             result = self._torch_call(qualified, node, args, state)
             if result == UNKNOWN and not qualified.startswith("torch."):
                 self._escape(node, args, state)  # `engine.train(model=net)` may move `net`
@@ -68,7 +70,10 @@ class TorchCalls:
             if callee is not None and callee.is_module:
                 self.result.values[id(func)] = callee
                 return self._module_call(node, callee, args)
-            method = self.model.method(self.cls, func.attr.value) if self._is_self(func.value) and self.cls else None
+            if self._is_self(func.value) and self.cls:
+                method = self.model.method(self.cls, func.attr.value)
+            else:  # `enc.init_hidden(n)` on an instance of a class of the file
+                method = self._method_of_instance(receiver, func.attr.value)
             result = None
             if method is not None:
                 result = self._call_function(node, method, args, state, bound=True, receiver=func.value)
@@ -98,7 +103,24 @@ class TorchCalls:
     def _is_self(self, expr: cst.BaseExpression) -> bool:
         return type(expr) is cst.Name and expr.value == self.self_name
 
+    def _method_of_instance(self, value: AbstractValue, name: str) -> cst.FunctionDef | None:
+        """Method `name` of the file's class that `value` is an instance of."""
+        cls = self.model.classes.get(value.instance_of) if value.instance_of else None
+        return self.model.method(cls, name) if cls is not None else None
+
     def _plain_call(self, node: cst.Call, func, callee: AbstractValue, args, state: State) -> AbstractValue:
+        if callee.instance_of:
+            # an instance of a class of the file called: its `__call__`, or a module's
+            # `forward` (whose call a module call decides; its parameters learn the arguments)
+            method = self._method_of_instance(callee, "__call__")
+            if method is not None:
+                result = self._call_function(node, method, args, state, bound=True, receiver=func)
+                if result is not None:
+                    return result
+            elif callee.is_module:
+                forward = self._method_of_instance(callee, "forward")
+                if forward is not None:
+                    self.result.calls.append(CallRecord(forward, node, state.mark(), True, func))
         name = func.value if type(func) is cst.Name else None
         if name is not None and name in self.params and name not in state.env:
             # a parameter called with an accelerator tensor: a caller's CPU model fails here
@@ -122,8 +144,9 @@ class TorchCalls:
                     if any(a.keyword is not None and "device" in a.keyword.value for a in node.args):
                         device = UNKNOWN_DEVICE  # Net(device=d) may build its layers there
                     return AbstractValue(Kind.MODULE, device, None, node, Source.CONSTRUCTION, f"{name}()",
-                                         holds_params=self.model.holds_params(local_class))  # fmt: skip
-                return OTHER
+                                         holds_params=self.model.holds_params(local_class),
+                                         instance_of=name)  # fmt: skip
+                return AbstractValue(Kind.OTHER, instance_of=name)
             if name == "next" and args and args[0].kind is Kind.DATALOADER:
                 return AbstractValue(Kind.BATCH, CPU, False, node, Source.LOADER, "a DataLoader batch")
             if name == "iter" and args and args[0].kind is Kind.DATALOADER:
@@ -175,6 +198,16 @@ class TorchCalls:
         return self.model.at_call(function, summary.returns, values, bound)
 
     def _module_call(self, node: cst.Call, module: AbstractValue, args: list[AbstractValue]) -> AbstractValue:
+        """A module called with tensors (see `_module_output`), and the shape of what a
+        recurrent layer returns: `out, (h, c) = self.lstm(x)`."""
+        output = self._module_output(node, module, args)
+        if module.layer in T.RECURRENT_LAYERS and output.device.known:
+            tensor = AbstractValue(Kind.TENSOR, output.device, False, output.origin, output.source, output.how)
+            state = replace(OTHER, elements=(tensor, tensor)) if module.layer == "torch.nn.LSTM" else tensor
+            return replace(output, elements=(tensor, state))
+        return output
+
+    def _module_output(self, node: cst.Call, module: AbstractValue, args: list[AbstractValue]) -> AbstractValue:
         """A module called with tensors: against the module's own device when it holds
         parameters, and against each other (positional, keyword, packed in tuples) when
         it is a torch.nn layer, whose inputs must share one device."""

@@ -88,6 +88,9 @@ NON_TENSOR_FUNCTIONS = frozenset(
     }
 )  # fmt: skip
 
+# Layers that return `(output, hidden)`; an LSTM's hidden is `(h, c)`.
+RECURRENT_LAYERS = frozenset({"torch.nn.RNN", "torch.nn.LSTM", "torch.nn.GRU"})
+
 # `Variable(t)` is `t` since torch 0.4.
 VARIABLE_WRAPPERS = frozenset({"torch.autograd.Variable", "torch.autograd.variable.Variable"})
 

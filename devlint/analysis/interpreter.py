@@ -238,16 +238,19 @@ class ScopeEvaluator(TorchCalls):
             self.params[self.self_name] = AbstractValue(kind, holds_params=self.is_module_method)
             ordered = ordered[1:]
         for param in (*ordered, *params.kwonly_params):
-            self.params[param.name.value] = UNKNOWN
+            self.params[param.name.value] = OTHER if _declared_plain(param) else UNKNOWN
+        # `thw: tuple[int, int, int]` passed to a submodule is no tensor
+        ordered = [p for p in ordered if not _declared_plain(p)]
+        keywords = [p for p in params.kwonly_params if not _declared_plain(p)]
         if self.is_module_method:
-            for name, node in self._tensor_params(function, ordered + list(params.kwonly_params)).items():
+            for name, node in self._tensor_params(function, ordered + keywords).items():
                 self.params[name] = AbstractValue(
                     Kind.TENSOR, accel(f"{name}.device"), None, node, Source.PARAMETER,
                     f"parameter of {function.name.value}",
                 )  # fmt: skip
         elif not self.is_module_method:
             # a parameter used as a tensor is one, on a device the function cannot know
-            for name in self._used_as_tensors(function, ordered + list(params.kwonly_params)):
+            for name in self._used_as_tensors(function, ordered + keywords):
                 self.params[name] = AbstractValue(Kind.TENSOR)
         for param in (params.star_arg, params.star_kwarg):
             if type(param) is cst.Param:
@@ -255,7 +258,7 @@ class ScopeEvaluator(TorchCalls):
         if self.context is not None:
             for name, passed in self.context.params.items():
                 assumed = self.params.get(name)
-                if assumed is not None:
+                if assumed is not None and assumed is not OTHER:
                     self.params[name] = _as_passed(assumed, passed)
 
     def _used_as_tensors(self, function: cst.FunctionDef, params: list[cst.Param]) -> set[str]:
@@ -684,10 +687,11 @@ class ScopeEvaluator(TorchCalls):
             return AbstractValue(Kind.TENSOR, value.device, False, value.origin, value.source, value.how)
         if value.is_tensor:
             return replace(value, zero_dim=None)
-        if value.kind is Kind.UNKNOWN and (value.device.known or value.maybe_accel):
-            # `out, (h, c) = self.lstm(x)`: a module's outputs live where it ran
+        if value.kind is Kind.UNKNOWN and (value.device.known or value.maybe_accel) and not value.item:
+            # `out, aux = model(x)`: a module's outputs live where it ran; what they hold
+            # in turn (`k, (t, h, w) = self.pool(k, thw)`: sizes) is not known
             return AbstractValue(Kind.UNKNOWN, value.device, None, value.origin, value.source, value.how,
-                                 maybe_accel=value.maybe_accel)  # fmt: skip
+                                 maybe_accel=value.maybe_accel, item=True)  # fmt: skip
         return UNKNOWN
 
     def element_of(self, expr: cst.BaseExpression, value: AbstractValue, loop: cst.CSTNode) -> AbstractValue:
@@ -949,7 +953,7 @@ class ScopeEvaluator(TorchCalls):
                                                 Operand(element.slice.value, index), "index"))  # fmt: skip
                         break
         if value.kind in (Kind.TENSOR, Kind.BATCH):
-            zero_dim = False if value.kind is Kind.BATCH else None
+            zero_dim = False if value.kind is Kind.BATCH or _keeps_a_dimension(node) else None
             return AbstractValue(Kind.TENSOR, value.device, zero_dim, value.origin, value.source, value.how,
                                  maybe_accel=value.maybe_accel)  # fmt: skip
         if value.kind is Kind.MODULE:
@@ -985,6 +989,44 @@ def _as_passed(assumed: AbstractValue, passed: AbstractValue) -> AbstractValue:
     if assumed.kind is not Kind.UNKNOWN and passed.kind is not assumed.kind and not passed.tensor_like:
         return assumed
     return passed
+
+
+_PLAIN_TYPES = frozenset(
+    {"int", "float", "str", "bool", "bytes", "complex", "tuple", "Tuple", "list", "List", "dict", "Dict",
+     "Optional", "Union", "Sequence", "None", "typing", "Literal"}
+)  # fmt: skip
+
+
+def _declared_plain(param: cst.Param) -> bool:
+    """Is the parameter annotated with plain Python types only (`thw: tuple[int, int]`,
+    `k: Optional[int]`), so that it holds no tensor whatever the body does with it?"""
+    annotation = param.annotation
+    if annotation is None:
+        return False
+    names = [n for n in _expression_children(annotation.annotation) if type(n) in (cst.Name, cst.Attribute)]
+    if type(annotation.annotation) in (cst.Name, cst.Attribute):
+        names.append(annotation.annotation)
+    seen = set()
+    for node in names:
+        dotted = dotted_name(node)
+        if dotted is None:
+            return False
+        seen.update(dotted.split("."))
+    return bool(seen) and seen <= _PLAIN_TYPES
+
+
+def _keeps_a_dimension(node: cst.Subscript) -> bool:
+    """`t[:, None]`, `t[..., 0]`, `t[1:]`: a slice, a new axis or an ellipsis leaves at
+    least one dimension."""
+    for element in node.slice:
+        inner = element.slice
+        if type(inner) is cst.Slice:
+            return True
+        if type(inner) is cst.Index and (
+            type(inner.value) is cst.Ellipsis or (type(inner.value) is cst.Name and inner.value.value == "None")
+        ):
+            return True
+    return False
 
 
 def _names_a_loader(expr: cst.BaseExpression) -> bool:

@@ -122,6 +122,8 @@ class AbstractValue:
     holds_accel: bool = False  # a list (or other collection) that received an accelerator tensor
     # the values of a tuple's items, where it was built from a literal (`return out, (h, c)`)
     elements: tuple[AbstractValue, ...] | None = None
+    instance_of: str = ""  # the file's own class the value was built from (`enc = Encoder()`)
+    item: bool = False  # an item unpacked from an output of unknown shape (not unpacked again)
 
     @property
     def is_tensor(self) -> bool:
@@ -176,6 +178,7 @@ class AbstractValue:
             maybe_accel=maybe,
             holds_accel=self.holds_accel or other.holds_accel,
             elements=_join_elements(self.elements, other.elements),
+            instance_of=self.instance_of if self.instance_of == other.instance_of else "",
         )
 
     def join_guarded(self, other: AbstractValue) -> AbstractValue:
