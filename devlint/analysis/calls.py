@@ -131,6 +131,11 @@ class TorchCalls:
         callee = self._module_if_evident(callee, func)
         if callee.is_module:
             return self._module_call(node, callee, args)
+        if _registry_model(func) and keyword_arg(node, "device") is None:
+            # `models.__dict__[args.arch](pretrained=True)`: a model, built where models are
+            code = self.model.ctx.module.code_for_node(func.value)
+            return AbstractValue(Kind.MODULE, state.default, None, node, Source.CONSTRUCTION, f"{code}[...](...)",
+                                 holds_params=True)  # fmt: skip
         if name is not None and name not in self.shadowed:
             function = self.model.callee(name)
             if function is not None:
@@ -179,6 +184,11 @@ class TorchCalls:
             elif index < len(names):
                 arguments[names[index]] = (arg.value, value)
         values = {name: value for name, (_, value) in arguments.items()}
+        for name in summary.moved_params:
+            expr, value = arguments.get(name, (None, UNKNOWN))
+            if expr is not None and value.is_module and dotted_name(expr) is not None:
+                # `prepare(model)` moves it in place: where to is the callee's business
+                self.bind(expr, replace(value, device=UNKNOWN_DEVICE, origin=None, how=""), state)
         for name, operand in summary.param_calls.items():
             expr, value = arguments.get(name, (None, UNKNOWN))
             if expr is not None and value.is_module and value.holds_params and value.device.is_cpu:
@@ -553,6 +563,7 @@ class TorchCalls:
             owner = _module_itself(receiver_expr)
             if dotted_name(owner) is not None:  # Module.to / .cuda / .cpu move in place
                 self.bind(owner, moved, state)
+                self.moved_in_place(owner)
         if not target.known:
             moved = replace(moved, origin=None, source=Source.NONE, how="")
         return moved
@@ -704,6 +715,15 @@ class TorchCalls:
     def _snapshot(self, node: cst.CSTNode, state: State) -> None:
         if not self.phase1 and id(node) not in self.result.snapshots:
             self.result.snapshots[id(node)] = (self.params, state.mark())
+
+
+def _registry_model(func: cst.BaseExpression) -> bool:
+    """`models.__dict__[name]`, `torchvision.models.__dict__[name]`: a model architecture
+    looked up by name."""
+    if type(func) is not cst.Subscript:
+        return False
+    owner = dotted_name(func.value) or ""
+    return owner.endswith("models.__dict__")
 
 
 def _names_lengths(expr: cst.BaseExpression) -> bool:

@@ -63,6 +63,7 @@ class ScopeResult:
     calls: list[CallRecord] = field(default_factory=list)  # calls of the file's own functions
     reads: set[str] = field(default_factory=set)  # module-level names and `self.<attr>`s read
     exits: dict[str, AbstractValue] = field(default_factory=dict)  # `self.<attr>`s as the method leaves them
+    moved_params: set[str] = field(default_factory=set)  # parameters moved in place (`m.to(device)`)
     interpreted: bool = True  # False: a scope the analysis left alone (every value unknown)
 
 
@@ -370,6 +371,7 @@ class ScopeEvaluator(TorchCalls):
                     # `model.to(device)` alone on a line moves a module in place (on a tensor it
                     # does nothing, which is DEV202's): it is not known to be where it was
                     self.bind(receiver, replace(value, kind=Kind.UNKNOWN), state)
+                    self.moved_in_place(receiver)
         elif type(node) is cst.Assign:
             value = self.eval(node.value, state)
             for target in node.targets:
@@ -652,6 +654,11 @@ class ScopeEvaluator(TorchCalls):
             self._assigned(key, value)
         elif type(self.scope) is cst.Module and "." not in key:
             self._assigned(key, value)
+
+    def moved_in_place(self, target: cst.BaseExpression) -> None:
+        """`target` was moved by `Module.to` in place: a parameter's caller sees it moved."""
+        if type(target) is cst.Name and target.value in self.params and target.value != self.self_name:
+            self.result.moved_params.add(target.value)
 
     def _exit(self, state: State | None) -> None:
         """A path leaves the method: what it leaves in `self.<attr>`s, joined with the

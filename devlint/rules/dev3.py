@@ -74,7 +74,7 @@ class ModelLeftOnCpu(Rule):
         here = self._scope()
         key = _assigned_key(self.ctx, node)
         for conflict, scope in self._uses_of(analysis).get(id(node), ()):
-            if scope is not here and (
+            if scope is not here and not self._local_of(conflict, scope) and (
                 key is None or _touched_elsewhere(self.ctx.tree, self._neighbourhood(key), key, here)
             ):
                 continue  # another function may have moved it first
@@ -95,6 +95,12 @@ class ModelLeftOnCpu(Rule):
             code, edits = device
             fix = FixPlan.safe(InsertAfter(node, f".to({code})"), *edits)
         self.report(node, message, fix)
+
+    def _local_of(self, conflict: Conflict, scope: cst.CSTNode) -> bool:
+        """Is the model a local name of the function that calls it (`net = load_model()`)?
+        Then the analysis followed it there, through the calls that could move it."""
+        expr = conflict.cpu.expr
+        return type(scope) is cst.FunctionDef and type(expr) is cst.Name and expr.value in self.ctx.bindings_of(scope)
 
     def _neighbourhood(self, key: str) -> cst.CSTNode:
         """Where other code may touch `key`: the class for `self.<attr>`, else the file."""
