@@ -77,6 +77,8 @@ class TorchCalls:
             result = None
             if method is not None:
                 result = self._call_function(node, method, args, state, bound=True, receiver=func.value)
+            elif receiver.kind is Kind.UNKNOWN and not receiver.device.known:
+                result = self._kind_by_method_name(node, func.attr.value)
             if result is None:
                 result = self._method_call(node, func.attr.value, receiver, func.value, args, state)
         else:
@@ -102,6 +104,16 @@ class TorchCalls:
 
     def _is_self(self, expr: cst.BaseExpression) -> bool:
         return type(expr) is cst.Name and expr.value == self.self_name
+
+    def _kind_by_method_name(self, node: cst.Call, name: str) -> AbstractValue | None:
+        """`sampler.sample(n)` on an object handed in, where one class of the file alone
+        defines `sample`: what kind of value it returns (`t, w = ...` are tensors), not
+        where (the object may be another's)."""
+        method = self.model.only_method_named(name)
+        summary = self.model.summary_of(method) if method is not None else None
+        if summary is None or summary.returns is None:
+            return None
+        return _kind_only(summary.returns)
 
     def _method_of_instance(self, value: AbstractValue, name: str) -> cst.FunctionDef | None:
         """Method `name` of the file's class that `value` is an instance of."""
@@ -715,6 +727,14 @@ class TorchCalls:
     def _snapshot(self, node: cst.CSTNode, state: State) -> None:
         if not self.phase1 and id(node) not in self.result.snapshots:
             self.result.snapshots[id(node)] = (self.params, state.mark())
+
+
+def _kind_only(value: AbstractValue) -> AbstractValue:
+    """What kind of value `value` is (a tensor, a tuple of them), on an unknown device."""
+    elements = tuple(_kind_only(item) for item in value.elements) if value.elements is not None else None
+    if value.kind in (Kind.TENSOR, Kind.MODULE, Kind.OTHER) or elements is not None:
+        return AbstractValue(value.kind, elements=elements)
+    return UNKNOWN
 
 
 def _registry_model(func: cst.BaseExpression) -> bool:

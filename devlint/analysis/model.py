@@ -74,6 +74,7 @@ class FileModel(RelevanceGate, CallContexts):
         self._contexts: dict[int, object] = {}
         self._contexts_running: set[int] = set()
         self._specialized: dict[int, ScopeResult] = {}
+        self._method_names: dict[str, cst.FunctionDef] | None = None
         self._index()
 
     def _index(self) -> None:
@@ -204,6 +205,22 @@ class FileModel(RelevanceGate, CallContexts):
             if found is not None:
                 return found
         return None
+
+    def only_method_named(self, name: str) -> cst.FunctionDef | None:
+        """The method `name` when one top-level class of the file alone defines it, and
+        it is not a name tensors, modules or the interpreter give meaning to."""
+        if self._method_names is None:
+            found: dict[str, list[cst.FunctionDef]] = {}
+            for stmt in self.ctx.module.body:
+                if type(stmt) is cst.ClassDef:
+                    for method in self._methods(stmt):
+                        found.setdefault(method.name.value, []).append(method)
+            self._method_names = {n: m[0] for n, m in found.items() if len(m) == 1 and n not in self.functions}
+        if name.startswith("_") or name in T.TENSOR_METHODS or name in T.MODULE_EVIDENCE or name in T.MOVE_METHODS:
+            return None
+        if name in T.TENSOR_ONLY_METHODS or name in ("forward", "backward", "step", "train", "eval", "load"):
+            return None
+        return self._method_names.get(name)
 
     def summary_of(self, function: cst.FunctionDef) -> ScopeResult | None:
         """The interpretation of `function`, when a call to it returns what its body
