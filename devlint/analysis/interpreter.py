@@ -257,10 +257,15 @@ class ScopeEvaluator(TorchCalls):
             if type(param) is cst.Param:
                 self.params[param.name.value] = OTHER
         if self.context is not None:
+            # a module's entry points (`forward`) take input from anywhere; its helpers
+            # (`self._gate(x, h)`) take what the module's own calls give them
+            entry = function.name.value in _ENTRY_POINTS
             for name, passed in self.context.params.items():
                 assumed = self.params.get(name)
+                if entry and passed.tensor_like:
+                    continue  # one call's tensors beside another's assumed devices would disagree
                 if assumed is not None and assumed is not OTHER:
-                    self.params[name] = _as_passed(assumed, passed)
+                    self.params[name] = _as_passed(assumed, passed, keep_device=entry)
 
     def _used_as_tensors(self, function: cst.FunctionDef, params: list[cst.Param]) -> set[str]:
         """Parameters the body calls a tensor-only method of (`x.size()`, `x.unsqueeze(0)`)
@@ -299,7 +304,21 @@ class ScopeEvaluator(TorchCalls):
                     for arg in positional_args(node):
                         if type(arg.value) is cst.Name and arg.value.value in wanted:
                             found[arg.value.value] = wanted[arg.value.value]
+                elif self._is_tensor_op(func):  # `torch.cat([x, h], 1)`
+                    for arg in positional_args(node):
+                        items = arg.value.elements if type(arg.value) in (cst.List, cst.Tuple) else [arg]
+                        for item in items:
+                            if type(item.value) is cst.Name and item.value.value in wanted:
+                                found[item.value.value] = wanted[item.value.value]
         return found
+
+    def _is_tensor_op(self, func: cst.BaseExpression) -> bool:
+        """A `torch.*` operation that takes tensors (not `torch.device`, not a factory)."""
+        qualified = self.qualified(func)
+        if qualified is None or not qualified.startswith(T.OP_NAMESPACES) or qualified.startswith(T.NOT_OP_NAMESPACES):
+            return False
+        last = qualified.rsplit(".", 1)[-1]
+        return last[:1].islower() and qualified not in T.NON_TENSOR_FUNCTIONS and qualified not in T.FACTORIES
 
     # -- running -----------------------------------------------------------------------
 
@@ -446,7 +465,15 @@ class ScopeEvaluator(TorchCalls):
         side = self._accelerated_branch(node.test)
         if side == "orelse":
             return self.join_states(orelse, body, guarded=True)
-        return self.join_states(body, orelse, guarded=side == "body")
+        joined = self.join_states(body, orelse, guarded=side == "body")
+        name = _none_tested(node)
+        if name is not None and joined is not None and body is not None and orelse is not None:
+            # `if h is None: h = torch.zeros(...)`: where nothing is known of the `h` given,
+            # it is what the default path makes
+            made = body.env.get(name)
+            if made is not None and self.lookup(name, orelse) == UNKNOWN and made.tensor_like:
+                joined.set(name, made)
+        return joined
 
     def _accelerated_branch(self, test: cst.BaseExpression) -> str | None:
         """Which branch of `if test:` runs only where an accelerator is present ("body"
@@ -985,12 +1012,17 @@ class ScopeEvaluator(TorchCalls):
     # -- calls -------------------------------------------------------------------------
 
 
-def _as_passed(assumed: AbstractValue, passed: AbstractValue) -> AbstractValue:
-    """A parameter as the file's calls pass it. What the body itself shows stays: a
-    module method's input is a tensor on its own device (`x.device`), wherever it is
-    called from; an unknown device becomes what the calls pass."""
-    if assumed.device.known:
+_ENTRY_POINTS = frozenset({"forward", "__call__"})
+
+
+def _as_passed(assumed: AbstractValue, passed: AbstractValue, *, keep_device: bool) -> AbstractValue:
+    """A parameter as the file's calls pass it. What the body itself shows stays: with
+    `keep_device`, a module's input is a tensor on its own device (`x.device`), wherever
+    it is called from; an unknown device becomes what the calls pass."""
+    if assumed.device.known and (keep_device or not passed.device.known):
         return assumed
+    if assumed.is_tensor and passed.tensor_like and passed.device.known:
+        return replace(passed, kind=Kind.TENSOR, zero_dim=passed.zero_dim)
     if assumed.is_tensor and passed.kind is Kind.UNKNOWN:
         return replace(passed, kind=Kind.TENSOR)
     if assumed.kind is not Kind.UNKNOWN and passed.kind is not assumed.kind and not passed.tensor_like:
@@ -1020,6 +1052,19 @@ def _declared_plain(param: cst.Param) -> bool:
             return False
         seen.update(dotted.split("."))
     return bool(seen) and seen <= _PLAIN_TYPES
+
+
+def _none_tested(node: cst.If) -> str | None:
+    """`h` of `if h is None:` without an `else`."""
+    test = node.test
+    if node.orelse is not None or type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return None
+    target = test.comparisons[0]
+    if type(target.operator) is not cst.Is or type(target.comparator) is not cst.Name:
+        return None
+    if target.comparator.value != "None" or type(test.left) is not cst.Name:
+        return None
+    return test.left.value
 
 
 def _keeps_a_dimension(node: cst.Subscript) -> bool:

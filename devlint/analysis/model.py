@@ -133,12 +133,7 @@ class FileModel(RelevanceGate, CallContexts):
     def scope(self, function: cst.FunctionDef | cst.Lambda, enclosing: list) -> ScopeResult:
         """The interpretation of `function` the rules see: with what the file's calls pass
         to it (`contexts.py`) where they pass anything the analysis can use."""
-        if (
-            type(function) is cst.FunctionDef
-            and not self._module_running
-            and self._takes_context(function)
-            and self.is_relevant(function)
-        ):
+        if type(function) is cst.FunctionDef and not self._module_running and self._takes_context(function):
             found = self._specialized.get(id(function))
             if found is not None:
                 return found

@@ -55,6 +55,10 @@ class MixedDevices(Rule):
     name = "mixed-devices"
     fixable = True
 
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        self._reported_origins: set[int] = set()
+
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         self._check(node)
 
@@ -77,6 +81,13 @@ class MixedDevices(Rule):
             return
         if self.ctx.runs_without_accelerator():
             return  # the branch for machines without the accelerator the other operand needs
+        origin = conflict.cpu.value.origin
+        if origin is not None and not analysis.in_current_scope(origin):
+            # a CPU tensor another function made (`h = self.init_hidden(x)`): reported
+            # where it first meets the accelerator, not at every use after
+            if id(origin) in self._reported_origins:
+                return
+            self._reported_origins.add(id(origin))
         self.report(node, self._message(analysis, conflict), self._fix(analysis, conflict))
 
     def _left_to_another_rule(self, analysis: DeviceAnalysis, conflict: Conflict) -> bool:
@@ -358,8 +369,8 @@ def _describe(analysis: DeviceAnalysis, operand: Operand) -> str:
 
 
 def _self_attribute(expr: cst.BaseExpression) -> bool:
-    """`self.mask` (or `self.mask[...]`): an attribute read off a name."""
-    while type(expr) is cst.Subscript:
+    """`self.mask` (or `self.mask[...]`, `self.weight.data`): an attribute read off a name."""
+    while type(expr) is cst.Subscript or (type(expr) is cst.Attribute and expr.attr.value == "data"):
         expr = expr.value
     return type(expr) is cst.Attribute and type(expr.value) is cst.Name
 
