@@ -141,6 +141,9 @@ class TorchCalls:
                     self.result.param_calls.setdefault(name, Operand(arg.value, value))
                     break
         callee = self._module_if_evident(callee, func)
+        if callee.kind is Kind.UNKNOWN and callee.source is Source.MOVE and callee.device.known:
+            # moved with `.to()` and called: only a module is both
+            callee = replace(callee, kind=Kind.MODULE, holds_params=True)
         if callee.is_module:
             return self._module_call(node, callee, args)
         if _registry_model(func) and keyword_arg(node, "device") is None:
@@ -399,7 +402,7 @@ class TorchCalls:
             data = self.result.values.get(id(positional[0].value), UNKNOWN)
             if data.kind is Kind.TENSOR:
                 device = data.device
-            elif data.kind is Kind.OTHER:
+            elif data.kind is Kind.OTHER or (qualified == "torch.tensor" and self._host_data(positional[0].value, data)):
                 device = state.default
             else:
                 device = UNKNOWN_DEVICE
@@ -411,6 +414,16 @@ class TorchCalls:
             device = state.default
             how = f"{short} without device="
         return AbstractValue(Kind.TENSOR, device, self._factory_zero_dim(qualified, node), node, Source.FACTORY, how)
+
+    def _host_data(self, expr: cst.BaseExpression, value: AbstractValue) -> bool:
+        """Data for `torch.tensor(data)` that nothing shows to be a tensor: a local made by
+        a call the analysis cannot see (`ids = tokenizer.encode(text)`), not a parameter
+        (a tensor handed in keeps its device through `torch.tensor`)."""
+        if value.kind is not Kind.UNKNOWN or value.device.known or value.maybe_accel or value.item:
+            return False
+        if type(expr) is cst.Name:
+            return expr.value in self.locals and expr.value not in self.params
+        return type(expr) is cst.Call and type(expr.func) is cst.Attribute and self.qualified(expr.func) is None
 
     def _factory_zero_dim(self, qualified: str, node: cst.Call) -> bool | None:
         """True for `torch.tensor(3.0)` and `torch.zeros(())`, False when the sizes show
