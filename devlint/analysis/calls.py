@@ -83,7 +83,7 @@ class TorchCalls:
                 result = self._method_call(node, func.attr.value, receiver, func.value, args, state)
         else:
             result = self._plain_call(node, func, callee, args, state)
-        if result == UNKNOWN:
+        if result == UNKNOWN and id(node) not in self.summarised:
             self._escape(node, args, state)
         return result
 
@@ -141,9 +141,6 @@ class TorchCalls:
                     self.result.param_calls.setdefault(name, Operand(arg.value, value))
                     break
         callee = self._module_if_evident(callee, func)
-        if callee.kind is Kind.UNKNOWN and callee.source is Source.MOVE and callee.device.known:
-            # moved with `.to()` and called: only a module is both
-            callee = replace(callee, kind=Kind.MODULE, holds_params=True)
         if callee.is_module:
             return self._module_call(node, callee, args)
         if _registry_model(func) and keyword_arg(node, "device") is None:
@@ -189,6 +186,7 @@ class TorchCalls:
         summary = self.model.summary_at(function, state if type(self.scope) is cst.Module else None)
         if summary is None:
             return None
+        self.summarised.add(id(node))  # what it does to a model handed in is known (`moved_params`)
         names = self.model.parameter_names(function, bound)
         arguments: dict[str, tuple[cst.BaseExpression, AbstractValue]] = {}
         for index, (arg, value) in enumerate(zip(node.args, args)):

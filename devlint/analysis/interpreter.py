@@ -196,6 +196,7 @@ class ScopeEvaluator(TorchCalls):
         self.params: dict[str, AbstractValue] = {}
         self.opaque: set[str] = set()
         self.generated: dict[int, AbstractValue] = {}  # a call of a generator of this file -> what it yields
+        self.summarised: set[int] = set()  # calls of functions of this file with a summary
         self._evident_modules: frozenset[str] | None = None  # see `evidently_module`
         ctx = model.ctx
         if type(scope) in (cst.FunctionDef, cst.Lambda):
