@@ -400,7 +400,9 @@ class TorchCalls:
             data = self.result.values.get(id(positional[0].value), UNKNOWN)
             if data.kind is Kind.TENSOR:
                 device = data.device
-            elif data.kind is Kind.OTHER or (qualified == "torch.tensor" and self._host_data(positional[0].value, data)):
+            elif data.kind is Kind.OTHER or (
+                qualified == "torch.tensor" and self._host_data(positional[0].value, data)
+            ):
                 device = state.default
             else:
                 device = UNKNOWN_DEVICE

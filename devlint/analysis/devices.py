@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
-from devlint.analysis.lattice import UNKNOWN, AbstractValue, Conflict
+from devlint.analysis.lattice import UNKNOWN, AbstractValue, Conflict, Source
 
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ class DeviceAnalysis:
         self._lines: dict[int, int] | None = None
         # the answer of `_results` for each innermost function (None: the module body)
         self._results_by_scope: dict[int, tuple[cst.CSTNode | None, list[ScopeResult]]] = {}
+        self._left_on_cpu: dict[int, list[tuple[Conflict, cst.CSTNode]]] | None = None
 
     @classmethod
     def of(cls, ctx: FileContext) -> DeviceAnalysis:
@@ -88,6 +89,21 @@ class DeviceAnalysis:
                 params, mark = snapshot
                 return {**params, **mark.names()}
         return None
+
+    def models_left_on_cpu(self) -> dict[int, list[tuple[Conflict, cst.CSTNode]]]:
+        """Every call of a model built on the CPU with an accelerator tensor, in the
+        whole file, by the model's construction: (the conflict, the scope it is in)."""
+        if self._left_on_cpu is None:
+            uses: dict[int, list[tuple[Conflict, cst.CSTNode]]] = {}
+            scopes = [(self.ctx.module, ()), *self.ctx.tree.functions(self.ctx.module)]
+            for scope, enclosing in scopes:
+                for conflict in self.scope(scope, enclosing).conflicts.values():
+                    cpu = conflict.cpu.value
+                    if conflict.kind == "module" and cpu.is_module and cpu.source is Source.CONSTRUCTION:
+                        if cpu.origin is not None:
+                            uses.setdefault(id(cpu.origin), []).append((conflict, scope))
+            self._left_on_cpu = uses
+        return self._left_on_cpu
 
     def local_class(self, name: str) -> cst.ClassDef | None:
         """The class the file defines under `name` (the first one), or None."""

@@ -469,10 +469,11 @@ class ScopeEvaluator(TorchCalls):
         joined = self.join_states(body, orelse, guarded=side == "body")
         name = _none_tested(node)
         if name is not None and joined is not None and body is not None and orelse is not None:
-            # `if h is None: h = torch.zeros(...)`: where nothing is known of the `h` given,
-            # it is what the default path makes
+            # `if h is None: h = torch.zeros(...)`: where nothing is known of the `h` given
+            # (or only what a module assumes of its input), it is what the default path makes
             made = body.env.get(name)
-            if made is not None and self.lookup(name, orelse) == UNKNOWN and made.tensor_like:
+            given = self.lookup(name, orelse)
+            if made is not None and made.tensor_like and (given == UNKNOWN or given.source is Source.PARAMETER):
                 joined.set(name, made)
         return joined
 

@@ -460,7 +460,9 @@ class FileModel(RelevanceGate, CallContexts):
                 if self.is_relevant(method, building=True):
                     result = ScopeEvaluator(self, method, [], phase1=True).run()
                     # what the method leaves (`self.cpc = CPC(); self.cpc.to(d)` leaves it moved)
-                    attrs = {key.split(".", 1)[1]: result.exits.get(key, value) for key, value in result.assigned.items()}
+                    attrs = {
+                        key.split(".", 1)[1]: result.exits.get(key, value) for key, value in result.assigned.items()
+                    }
                 else:
                     # not interpreted: whatever it assigns to `self` is unknown
                     attrs = dict.fromkeys(_self_attributes_assigned(method), UNKNOWN)

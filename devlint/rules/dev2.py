@@ -96,6 +96,9 @@ class MixedDevices(Rule):
             return True  # DEV302: the batch was never moved
         if cpu.is_module and cpu.source is Source.CONSTRUCTION:
             return True  # DEV301: the model was never moved
+        if cpu.source is Source.CONSTRUCTION and cpu.origin is not None and cpu.origin is not conflict.node:
+            if analysis.models_left_on_cpu().get(id(cpu.origin)):
+                return True  # the output of a model DEV301 finds left on the CPU
         origin = cpu.origin
         if origin is not None and not analysis.in_current_scope(origin) and _self_attribute(conflict.cpu.expr):
             cls = self.ctx.enclosing_class()

@@ -60,10 +60,6 @@ class ModelLeftOnCpu(Rule):
     name = "model-left-on-cpu"
     fixable = True
 
-    def __init__(self, *args: object) -> None:
-        super().__init__(*args)
-        self._uses: dict[int, list[tuple[Conflict, cst.CSTNode]]] | None = None
-
     def visit_Call(self, node: cst.Call) -> None:
         analysis = DeviceAnalysis.of(self.ctx)
         value = analysis.value_of(node)
@@ -73,9 +69,11 @@ class ModelLeftOnCpu(Rule):
             return
         here = self._scope()
         key = _assigned_key(self.ctx, node)
-        for conflict, scope in self._uses_of(analysis).get(id(node), ()):
-            if scope is not here and not self._local_of(conflict, scope) and (
-                key is None or _touched_elsewhere(self.ctx.tree, self._neighbourhood(key), key, here)
+        for conflict, scope in analysis.models_left_on_cpu().get(id(node), ()):
+            if (
+                scope is not here
+                and not self._local_of(conflict, scope)
+                and (key is None or _touched_elsewhere(self.ctx.tree, self._neighbourhood(key), key, here))
             ):
                 continue  # another function may have moved it first
             self._report(analysis, node, conflict, same_scope=scope is here)
@@ -115,19 +113,6 @@ class ModelLeftOnCpu(Rule):
     def _scope(self) -> cst.CSTNode:
         functions = self.ctx.functions()
         return functions[0] if functions else self.ctx.module
-
-    def _uses_of(self, analysis: DeviceAnalysis) -> dict[int, list[tuple[Conflict, cst.CSTNode]]]:
-        """Module conflicts of the whole file, by the construction of the CPU model."""
-        if self._uses is None:
-            uses: dict[int, list[tuple[Conflict, cst.CSTNode]]] = {}
-            for scope, enclosing in _scopes(self.ctx.tree, self.ctx.module):
-                for conflict in analysis.scope(scope, enclosing).conflicts.values():
-                    cpu = conflict.cpu.value
-                    if conflict.kind == "module" and cpu.is_module and cpu.source is Source.CONSTRUCTION:
-                        if cpu.origin is not None:
-                            uses.setdefault(id(cpu.origin), []).append((conflict, scope))
-            self._uses = uses
-        return self._uses
 
 
 class BatchLeftOnCpu(Rule):
