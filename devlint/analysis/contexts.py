@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from devlint.analysis.lattice import UNKNOWN, AbstractValue, Kind, accel
-from devlint.analysis.tree import decorator_names, dotted_name, statements
+from devlint.analysis.tree import decorator_names, dotted_name
 
 if TYPE_CHECKING:
     from devlint.analysis.interpreter import Mark, ScopeResult
@@ -78,13 +78,15 @@ class CallContexts:
 
     def calls_of(self, function: cst.FunctionDef) -> list[tuple[cst.CSTNode | None, tuple, CallRecord]]:
         """(caller, the functions around it, the call) for every call of `function` in
-        the interpreted scopes of the file. The first question interprets them all: the
-        walk would, as every scope with a device in it is asked about."""
+        the module body, its functions and the methods of its classes (a function nested
+        in another calls with what it closes over, which is not followed). The first
+        question interprets them all: the walk would, as every scope with a device in it
+        is asked about."""
         if self._calls is None:
             self._calls = {}
             self._record_calls(None, (), self.module_scope())
-            for scope, enclosing in _defined_functions(self.ctx.module, ()):
-                self._record_calls(scope, enclosing, self.generic_scope(scope, list(enclosing)))
+            for caller in self.callers():
+                self._record_calls(caller, (), self.generic_scope(caller, []))
         return self._calls.get(id(function), [])
 
     def _record_calls(self, caller, enclosing: tuple, result: ScopeResult) -> None:
@@ -221,15 +223,3 @@ def _params(function: cst.FunctionDef, bound: bool) -> list[cst.Param]:
 def _self_name(function: cst.FunctionDef) -> str | None:
     params = [*function.params.posonly_params, *function.params.params]
     return params[0].name.value if params else None
-
-
-def _defined_functions(node: cst.CSTNode, enclosing: tuple):
-    """Every `def` under `node` (in classes, nested in functions), with the functions
-    around it, innermost first; found through statements only, without a walk over every
-    expression."""
-    for stmt in statements(node, enter_definitions=False):
-        if type(stmt) is cst.FunctionDef:
-            yield stmt, enclosing
-            yield from _defined_functions(stmt, (stmt, *enclosing))
-        elif type(stmt) is cst.ClassDef:
-            yield from _defined_functions(stmt, enclosing)

@@ -239,11 +239,12 @@ class ScopeEvaluator(TorchCalls):
                 kind = Kind.OTHER
             self.params[self.self_name] = AbstractValue(kind, holds_params=self.is_module_method)
             ordered = ordered[1:]
-        for param in (*ordered, *params.kwonly_params):
-            self.params[param.name.value] = OTHER if _declared_plain(param) else UNKNOWN
         # `thw: tuple[int, int, int]` passed to a submodule is no tensor
-        ordered = [p for p in ordered if not _declared_plain(p)]
-        keywords = [p for p in params.kwonly_params if not _declared_plain(p)]
+        plain = {p.name.value for p in (*ordered, *params.kwonly_params) if _declared_plain(p)}
+        for param in (*ordered, *params.kwonly_params):
+            self.params[param.name.value] = OTHER if param.name.value in plain else UNKNOWN
+        ordered = [p for p in ordered if p.name.value not in plain]
+        keywords = [p for p in params.kwonly_params if p.name.value not in plain]
         if self.is_module_method:
             for name, node in self._tensor_params(function, ordered + keywords).items():
                 self.params[name] = AbstractValue(
@@ -1041,19 +1042,22 @@ _PLAIN_TYPES = frozenset(
 def _declared_plain(param: cst.Param) -> bool:
     """Is the parameter annotated with plain Python types only (`thw: tuple[int, int]`,
     `k: Optional[int]`), so that it holds no tensor whatever the body does with it?"""
-    annotation = param.annotation
-    if annotation is None:
-        return False
-    names = [n for n in _expression_children(annotation.annotation) if type(n) in (cst.Name, cst.Attribute)]
-    if type(annotation.annotation) in (cst.Name, cst.Attribute):
-        names.append(annotation.annotation)
-    seen = set()
-    for node in names:
+    return param.annotation is not None and _plain_type(param.annotation.annotation)
+
+
+def _plain_type(node: cst.BaseExpression) -> bool:
+    """`int`, `tuple[int, int]`, `typing.Optional[int]`, `int | None`."""
+    node_type = type(node)
+    if node_type is cst.Name or node_type is cst.Attribute:
         dotted = dotted_name(node)
-        if dotted is None:
-            return False
-        seen.update(dotted.split("."))
-    return bool(seen) and seen <= _PLAIN_TYPES
+        return dotted is not None and all(part in _PLAIN_TYPES for part in dotted.split("."))
+    if node_type is cst.Subscript:
+        return _plain_type(node.value) and all(
+            type(e.slice) is cst.Index and _plain_type(e.slice.value) for e in node.slice
+        )
+    if node_type is cst.BinaryOperation and type(node.operator) is cst.BitOr:
+        return _plain_type(node.left) and _plain_type(node.right)
+    return False
 
 
 def _none_tested(node: cst.If) -> str | None:

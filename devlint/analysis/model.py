@@ -161,7 +161,7 @@ class FileModel(RelevanceGate, CallContexts):
         for what its body shows of them). Summaries come from here."""
         # a function called by the module body while it runs sees the module's names as
         # they are at that call: that answer is kept only until the module body is done
-        if self._module_running:
+        if self._module_running and self.is_relevant(function):
             now = self._module_now
             key = (id(function), id(now.log) if now is not None else 0, len(now.log) if now is not None else 0)
             scopes: dict = self._early_scopes
@@ -183,6 +183,14 @@ class FileModel(RelevanceGate, CallContexts):
         return result
 
     # -- function summaries --------------------------------------------------------------
+
+    def callers(self) -> list[cst.FunctionDef]:
+        """The module-level functions and the methods of top-level classes."""
+        found = [f for f in self.functions.values() if f is not None]
+        for stmt in self.ctx.module.body:
+            if type(stmt) is cst.ClassDef:
+                found.extend(self._methods(stmt))
+        return found
 
     def callee(self, name: str) -> cst.FunctionDef | None:
         """The module-level function `name`, when the file defines it once."""

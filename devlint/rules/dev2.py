@@ -226,9 +226,11 @@ class NumpyOnDevice(Rule):
     name = "numpy-on-device"
     fixable = True
 
+    def report(self, node: cst.CSTNode, message: str, fix: FixPlan | None = None) -> None:
+        if not self.ctx.runs_without_accelerator():  # `t.numpy() if not use_cuda else t.cpu().numpy()`
+            super().report(node, message, fix)
+
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.runs_without_accelerator():
-            return  # `t.numpy() if not use_cuda else t.cpu().numpy()`
         func = node.func
         if type(func) is not cst.Attribute or func.attr.value != "numpy":
             self._implicit(node)
