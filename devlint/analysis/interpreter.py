@@ -482,7 +482,7 @@ class ScopeEvaluator(TorchCalls):
         """Which branch of `if test:` runs only where an accelerator is present ("body"
         under `if torch.cuda.is_available():` or a flag assigned from it, "orelse" under
         `if not ...`), or None when the test says nothing of the machine."""
-        implied = self.model.ctx.guards.implication(test)
+        implied = self.model.implication(test)
         if implied.when_true and not implied.when_false:
             return "body"
         if implied.when_false and not implied.when_true:
@@ -881,7 +881,11 @@ class ScopeEvaluator(TorchCalls):
         value = self._collection(node, state)
         if any(type(e) is cst.StarredElement for e in node.elements):
             return value
-        return replace(value, elements=tuple(self.result.values[id(e.value)] for e in node.elements))
+        values = self.result.values
+        items = tuple([values[id(e.value)] for e in node.elements])
+        if all(item is OTHER for item in items):
+            return value  # a shape, or a tuple of names: nothing to follow
+        return replace(value, elements=items)
 
     def _comprehension(self, node, state) -> AbstractValue:
         inner = state.copy()

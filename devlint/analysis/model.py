@@ -23,6 +23,7 @@ from devlint.analysis.tree import (
 )
 from devlint.analysis.calls import is_true_arg
 from devlint.analysis.context import FileContext
+from devlint.analysis.guards import Implication
 from devlint.analysis.contexts import CallContexts
 from devlint.analysis.interpreter import ScopeEvaluator, ScopeResult, State, evident_modules
 from devlint.analysis.relevance import RelevanceGate, _self_attributes_assigned
@@ -75,6 +76,7 @@ class FileModel(RelevanceGate, CallContexts):
         self._contexts_running: set[int] = set()
         self._specialized: dict[int, ScopeResult] = {}
         self._method_names: dict[str, cst.FunctionDef] | None = None
+        self._implications: dict[int, Implication] = {}
         self._index()
 
     def _index(self) -> None:
@@ -183,6 +185,13 @@ class FileModel(RelevanceGate, CallContexts):
         return result
 
     # -- function summaries --------------------------------------------------------------
+
+    def implication(self, test: cst.BaseExpression) -> Implication:
+        """What `test` implies of the machine (guards.py), asked once per test."""
+        found = self._implications.get(id(test))
+        if found is None:
+            found = self._implications[id(test)] = self.ctx.guards.implication(test)
+        return found
 
     def callers(self) -> list[cst.FunctionDef]:
         """The module-level functions and the methods of top-level classes."""
