@@ -12,19 +12,17 @@ callback) are not joined in: what is found is true of the calls the file makes.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from devlint.analysis.lattice import UNKNOWN, AbstractValue, Kind, accel
-from devlint.analysis.tree import decorator_names, dotted_name
+from devlint.analysis.tree import call_parameters, dotted_name
 
 if TYPE_CHECKING:
     from devlint.analysis.interpreter import Mark, ScopeResult
 
-_HEAD = re.compile(r"[A-Za-z_]\w*")
 _DEVICE_KINDS = frozenset({Kind.TENSOR, Kind.MODULE, Kind.DATALOADER, Kind.BATCH, Kind.DEVICE})
 
 
@@ -63,8 +61,7 @@ def renamed(value: AbstractValue, rename: dict[str, str], hidden: frozenset[str]
         value = replace(value, elements=tuple(renamed(item, rename, hidden) for item in value.elements))
     device = value.device
     if device.is_accel and device.symbol:
-        match = _HEAD.match(device.symbol)
-        head = match.group(0) if match else ""
+        head = device.head
         if head in rename:
             return replace(value, device=accel(rename[head] + device.symbol[len(head) :]))
         if head in hidden:
@@ -76,22 +73,22 @@ class CallContexts:
     """The call-context half of `FileModel`: which calls of the file reach each
     function, and what they pass."""
 
-    def calls_of(self, function: cst.FunctionDef) -> list[tuple[cst.CSTNode | None, tuple, CallRecord]]:
-        """(caller, the functions around it, the call) for every call of `function` in
-        the module body, its functions and the methods of its classes (a function nested
-        in another calls with what it closes over, which is not followed). The first
-        question interprets them all: the walk would, as every scope with a device in it
-        is asked about."""
+    def calls_of(self, function: cst.FunctionDef) -> list[tuple[cst.FunctionDef | None, CallRecord]]:
+        """(caller, the call) for every call of `function` in the module body (caller
+        None), its functions and the methods of its classes (a function nested in another
+        calls with what it closes over, which is not followed). The first question
+        interprets them all: the walk would, as every scope with a device in it is asked
+        about."""
         if self._calls is None:
             self._calls = {}
-            self._record_calls(None, (), self.module_scope())
+            self._record_calls(None, self.module_scope())
             for caller in self.callers():
-                self._record_calls(caller, (), self.generic_scope(caller, []))
+                self._record_calls(caller, self.generic_scope(caller, []))
         return self._calls.get(id(function), [])
 
-    def _record_calls(self, caller, enclosing: tuple, result: ScopeResult) -> None:
+    def _record_calls(self, caller: cst.FunctionDef | None, result: ScopeResult) -> None:
         for record in result.calls:
-            self._calls.setdefault(id(record.callee), []).append((caller, enclosing, record))
+            self._calls.setdefault(id(record.callee), []).append((caller, record))
 
     def context_of(self, function: cst.FunctionDef) -> CallContext | None:
         """What the calls of the file pass to `function`, or None where they pass
@@ -118,8 +115,8 @@ class CallContexts:
         own_self = _self_name(function) if cls is not None else None
         hidden = self.ctx.bindings_of(function)
         joined: CallContext | None = None
-        for caller, enclosing, record in calls:
-            seen = self._one_call(function, own_self, hidden, caller, enclosing, record)
+        for caller, record in calls:
+            seen = self._one_call(function, own_self, hidden, caller, record)
             if joined is None:
                 joined = seen
                 continue
@@ -136,14 +133,12 @@ class CallContexts:
         }
         return joined if joined.params or joined.names else None
 
-    def _one_call(self, function: cst.FunctionDef, own_self: str | None, hidden: frozenset[str], caller,
-                  enclosing: tuple, record: CallRecord) -> CallContext:  # fmt: skip
+    def _one_call(self, function: cst.FunctionDef, own_self: str | None, hidden: frozenset[str],
+                  caller: cst.FunctionDef | None, record: CallRecord) -> CallContext:  # fmt: skip
         """What one call passes: its arguments (each parameter no argument fills takes
         its default), and the names its caller rebound before it."""
-        result = self.scope(caller, list(enclosing)) if caller is not None else self.module_scope()
-        caller_names = (
-            frozenset().union(*(self.ctx.bindings_of(f) for f in (caller, *enclosing))) if caller is not None else None
-        )
+        result = self.scope(caller, []) if caller is not None else self.module_scope()
+        caller_names = self.ctx.bindings_of(caller) if caller is not None else None
         names = self.parameter_names(function, record.bound)
         values: dict[str, AbstractValue] = {}
         rename: dict[str, str] = {}
@@ -166,7 +161,7 @@ class CallContexts:
         else:
             gone = (caller_names | hidden) - rename.keys()
         params: dict[str, AbstractValue] = {}
-        for param in _params(function, record.bound):
+        for param in call_parameters(function, record.bound):
             name = param.name.value
             if name in values and not starred:
                 params[name] = renamed(values[name], rename, gone)
@@ -201,23 +196,10 @@ class CallContexts:
         return self.global_value(name)
 
     def default_of(self, param: cst.Param) -> AbstractValue:
-        """The value of a parameter's default, evaluated where the function is defined."""
+        """The value of the default of a parameter of a module-level function or of a
+        method of a top-level class: the module body evaluates it, with the `def`."""
         assert param.default is not None
-        value = self.module_scope().values.get(id(param.default))
-        if value is None:
-            for result in self._scopes.values():
-                value = result.values.get(id(param.default))
-                if value is not None:
-                    break
-        return value or UNKNOWN
-
-
-def _params(function: cst.FunctionDef, bound: bool) -> list[cst.Param]:
-    params = function.params
-    ordered = [*params.posonly_params, *params.params]
-    if bound and ordered and "staticmethod" not in decorator_names(function):
-        ordered = ordered[1:]
-    return ordered + list(params.kwonly_params)
+        return self.module_scope().values.get(id(param.default), UNKNOWN)
 
 
 def _self_name(function: cst.FunctionDef) -> str | None:

@@ -4,9 +4,13 @@ two paths join. Pure values: no file, no tree walk."""
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass, replace
 
 import libcst as cst
+
+
+_HEAD = re.compile(r"[A-Za-z_]\w*")
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,12 @@ class Device:
         if self.is_accel:
             return self.symbol or "an accelerator"
         return "unknown device"
+
+    @property
+    def head(self) -> str:
+        """The name the symbol starts with: `x` of `x.device`, `device` of `device`."""
+        match = _HEAD.match(self.symbol or "")
+        return match.group(0) if match else ""
 
     def in_words(self) -> str:
         """For messages: the code naming the device in backticks, else what it is."""

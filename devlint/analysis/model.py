@@ -5,7 +5,6 @@ classes, which are nn.Modules, what they register and own, and the summary of
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import replace
 
@@ -14,6 +13,7 @@ import libcst as cst
 from devlint.analysis import device_tables as T
 from devlint.analysis.lattice import OTHER, UNKNOWN, UNKNOWN_DEVICE, AbstractValue, Kind, Operand, accel
 from devlint.analysis.tree import (
+    call_parameters,
     decorator_names,
     dotted_name,
     keyword_arg,
@@ -40,7 +40,6 @@ _TRANSPARENT_DECORATORS = frozenset(
         "torch.enable_grad", "functools.lru_cache", "lru_cache", "functools.cache", "cache",
     }
 )  # fmt: skip
-_HEAD = re.compile(r"[A-Za-z_]\w*")
 
 
 class FileModel(RelevanceGate, CallContexts):
@@ -266,8 +265,7 @@ class FileModel(RelevanceGate, CallContexts):
             value = replace(value, elements=items)
         device = value.device
         if device.is_accel and device.symbol:
-            match = _HEAD.match(device.symbol)
-            head = match.group(0) if match else ""
+            head = device.head
             params = self.parameter_names(function, bound)
             if head in params:
                 argument = arguments.get(head)
@@ -285,8 +283,7 @@ class FileModel(RelevanceGate, CallContexts):
 
     def _default_argument(self, function: cst.FunctionDef, name: str) -> AbstractValue | None:
         """The value of parameter `name`'s default, when a call leaves it out."""
-        params = function.params
-        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        for param in call_parameters(function, False):
             if param.name.value == name and param.default is not None:
                 return self.default_of(param)
         return None
@@ -298,11 +295,7 @@ class FileModel(RelevanceGate, CallContexts):
     @staticmethod
     def parameter_names(function: cst.FunctionDef, bound: bool) -> list[str]:
         """The parameters a call's arguments fill, in order (without `self` when bound)."""
-        params = function.params
-        names = [p.name.value for p in (*params.posonly_params, *params.params)]
-        if bound and names and "staticmethod" not in decorator_names(function):
-            names = names[1:]
-        return names + [p.name.value for p in params.kwonly_params]
+        return [p.name.value for p in call_parameters(function, bound)]
 
     def module_scope(self) -> ScopeResult:
         if self._module is None:

@@ -419,3 +419,12 @@ def statement_suites(stmt: cst.CSTNode) -> list[cst.BaseSuite]:
     for case in getattr(stmt, "cases", ()):
         found.append(case.body)
     return found
+
+
+def call_parameters(function: cst.FunctionDef, bound: bool) -> list[cst.Param]:
+    """The parameters a call's arguments fill, in order (without `self` when bound)."""
+    params = function.params
+    ordered = [*params.posonly_params, *params.params]
+    if bound and ordered and "staticmethod" not in decorator_names(function):
+        ordered = ordered[1:]
+    return ordered + list(params.kwonly_params)
