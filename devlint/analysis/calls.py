@@ -99,8 +99,13 @@ class TorchCalls:
         """A module handed to code the analysis cannot see (`accelerator.prepare(model)`,
         `fabric.setup(model)`, a helper) may come back moved: its device is unknown."""
         for arg, value in zip(node.args, args):
-            if value.is_module and value.device.known and dotted_name(arg.value) is not None:
-                self.bind(arg.value, replace(value, device=UNKNOWN_DEVICE, origin=None, how=""), state)
+            if value.device.known:
+                self._moved_elsewhere(arg.value, value, state)
+
+    def _moved_elsewhere(self, expr: cst.BaseExpression, value: AbstractValue, state: State) -> None:
+        """A model that code beyond this scope may have moved in place: where is unknown."""
+        if value.is_module and dotted_name(expr) is not None:
+            self.bind(expr, replace(value, device=UNKNOWN_DEVICE, origin=None, how=""), state)
 
     def _is_self(self, expr: cst.BaseExpression) -> bool:
         return type(expr) is cst.Name and expr.value == self.self_name
@@ -197,11 +202,9 @@ class TorchCalls:
             elif index < len(names):
                 arguments[names[index]] = (arg.value, value)
         values = {name: value for name, (_, value) in arguments.items()}
-        for name in summary.moved_params:
-            expr, value = arguments.get(name, (None, UNKNOWN))
-            if expr is not None and value.is_module and dotted_name(expr) is not None:
-                # `prepare(model)` moves it in place: where to is the callee's business
-                self.bind(expr, replace(value, device=UNKNOWN_DEVICE, origin=None, how=""), state)
+        for name in summary.moved_params:  # `prepare(model)` moves it in place
+            if name in arguments:
+                self._moved_elsewhere(*arguments[name], state)
         for name, operand in summary.param_calls.items():
             expr, value = arguments.get(name, (None, UNKNOWN))
             if expr is not None and value.is_module and value.holds_params and value.device.is_cpu:
