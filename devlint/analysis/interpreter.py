@@ -239,10 +239,12 @@ class ScopeEvaluator(TorchCalls):
                 kind = Kind.OTHER
             self.params[self.self_name] = AbstractValue(kind, holds_params=self.is_module_method)
             ordered = ordered[1:]
-        # `thw: tuple[int, int, int]` passed to a submodule is no tensor
+        # `thw: tuple[int, int, int]` passed to a submodule is no tensor; a `DataLoader` or
+        # an `nn.Module` annotation says what the parameter is
         plain = {p.name.value for p in (*ordered, *params.kwonly_params) if _declared_plain(p)}
         for param in (*ordered, *params.kwonly_params):
-            self.params[param.name.value] = OTHER if param.name.value in plain else UNKNOWN
+            name = param.name.value
+            self.params[name] = OTHER if name in plain else self._declared(param)
         ordered = [p for p in ordered if p.name.value not in plain]
         keywords = [p for p in params.kwonly_params if p.name.value not in plain]
         if self.is_module_method:
@@ -268,6 +270,17 @@ class ScopeEvaluator(TorchCalls):
                     continue  # one call's tensors beside another's assumed devices would disagree
                 if assumed is not None and assumed is not OTHER:
                     self.params[name] = _as_passed(assumed, passed, keep_device=entry)
+
+    def _declared(self, param: cst.Param) -> AbstractValue:
+        """What a parameter's annotation says it is: a DataLoader, a module, or unknown."""
+        if param.annotation is None:
+            return UNKNOWN
+        qualified = self.qualified(param.annotation.annotation)
+        if qualified in T.DATALOADERS:
+            return AbstractValue(Kind.DATALOADER, CPU, None, param, Source.CONSTRUCTION, "a DataLoader")
+        if qualified in T.MODULE_BASES:
+            return AbstractValue(Kind.MODULE, holds_params=True)
+        return UNKNOWN
 
     def _used_as_tensors(self, function: cst.FunctionDef, params: list[cst.Param]) -> set[str]:
         """Parameters the body calls a tensor-only method of (`x.size()`, `x.unsqueeze(0)`)
@@ -900,10 +913,10 @@ class ScopeEvaluator(TorchCalls):
             comp = comp.inner_for_in
         if type(node) is cst.DictComp:
             self.eval(node.key, inner)
-            self.eval(node.value, inner)
+            item = self.eval(node.value, inner)
         else:
-            self.eval(node.elt, inner)
-        return OTHER
+            item = self.eval(node.elt, inner)
+        return HOLDS_ACCEL if item.may_be_accel_tensor or item.holds_accel else OTHER  # `[loss(p, y) for p in preds]`
 
     eval_ListComp = eval_SetComp = eval_GeneratorExp = eval_DictComp = _comprehension
 
@@ -1001,6 +1014,8 @@ class ScopeEvaluator(TorchCalls):
             return value
         if value.holds_accel and value.kind is Kind.OTHER and value.elements is None:
             return value  # an item of a dict of lists that got accelerator tensors may hold one
+        if value.kind is Kind.UNKNOWN and (value.device.known or value.maybe_accel):
+            return self.unpacked(value)  # `preds[s]` of a module's outputs: where it ran
         if value.elements is not None and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:
             position = _literal_int(node.slice[0].slice.value)
             if position is not None and -len(value.elements) <= position < len(value.elements):

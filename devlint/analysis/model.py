@@ -76,6 +76,8 @@ class FileModel(RelevanceGate, CallContexts):
         self._specialized: dict[int, ScopeResult] = {}
         self._method_names: dict[str, cst.FunctionDef] | None = None
         self._implications: dict[int, Implication] = {}
+        self._building = 0  # class summaries being built
+        self._provisional: dict[int, ScopeResult] = {}  # scopes interpreted meanwhile
         self._index()
 
     def _index(self) -> None:
@@ -166,6 +168,9 @@ class FileModel(RelevanceGate, CallContexts):
             now = self._module_now
             key = (id(function), id(now.log) if now is not None else 0, len(now.log) if now is not None else 0)
             scopes: dict = self._early_scopes
+        elif self._building:
+            # called while a class's summary is built: what it sees of `self` is not done yet
+            key, scopes = id(function), self._provisional
         else:
             key, scopes = id(function), self._scopes
         result = scopes.get(key)
@@ -465,19 +470,26 @@ class FileModel(RelevanceGate, CallContexts):
             return cached
         self._summaries[id(node)] = {}
         joined: dict[str, AbstractValue] = {}
-        for cls in [*self.local_bases(node), node]:
-            for method in self._methods(cls):
-                if self.is_relevant(method, building=True):
-                    result = ScopeEvaluator(self, method, [], phase1=True).run()
-                    # what the method leaves (`self.cpc = CPC(); self.cpc.to(d)` leaves it moved)
-                    attrs = {
-                        key.split(".", 1)[1]: result.exits.get(key, value) for key, value in result.assigned.items()
-                    }
-                else:
-                    # not interpreted: whatever it assigns to `self` is unknown
-                    attrs = dict.fromkeys(_self_attributes_assigned(method), UNKNOWN)
-                for attr, value in attrs.items():
-                    joined[attr] = joined[attr].join(value) if attr in joined else value
+        self._building += 1
+        try:
+            for cls in [*self.local_bases(node), node]:
+                for method in self._methods(cls):
+                    if self.is_relevant(method, building=True):
+                        result = ScopeEvaluator(self, method, [], phase1=True).run()
+                        # what the method leaves (`self.cpc = CPC(); self.cpc.to(d)` leaves it moved)
+                        attrs = {
+                            key.split(".", 1)[1]: result.exits.get(key, value)
+                            for key, value in result.assigned.items()
+                        }
+                    else:
+                        # not interpreted: whatever it assigns to `self` is unknown
+                        attrs = dict.fromkeys(_self_attributes_assigned(method), UNKNOWN)
+                    for attr, value in attrs.items():
+                        joined[attr] = joined[attr].join(value) if attr in joined else value
+        finally:
+            self._building -= 1
+            if not self._building:
+                self._provisional.clear()
         if self.is_module_class(node):
             registered = self.registered_names(node)
             for attr, value in list(joined.items()):

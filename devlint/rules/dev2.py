@@ -92,8 +92,8 @@ class MixedDevices(Rule):
 
     def _left_to_another_rule(self, analysis: DeviceAnalysis, conflict: Conflict) -> bool:
         cpu = conflict.cpu.value
-        if cpu.source is Source.LOADER:
-            return True  # DEV302: the batch was never moved
+        if cpu.source is Source.LOADER and not _next_batch(cpu.origin):
+            return True  # DEV302: the batch of a loop was never moved
         if cpu.is_module and cpu.source is Source.CONSTRUCTION:
             return True  # DEV301: the model was never moved
         if cpu.source is Source.CONSTRUCTION and cpu.origin is not None and cpu.origin is not conflict.node:
@@ -371,6 +371,11 @@ def _describe(analysis: DeviceAnalysis, operand: Operand) -> str:
     if value.origin is not None and value.how and value.source is not Source.PARAMETER:
         text += f", line {analysis.line_of(value.origin)}: {value.how}"
     return text
+
+
+def _next_batch(origin: cst.CSTNode | None) -> bool:
+    """`next(iter(loader))`: a batch taken outside any loop, which DEV302 does not see."""
+    return type(origin) is cst.Call and type(origin.func) is cst.Name and origin.func.value == "next"
 
 
 def _self_attribute(expr: cst.BaseExpression) -> bool:
