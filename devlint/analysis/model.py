@@ -478,8 +478,7 @@ class FileModel(RelevanceGate, CallContexts):
                         result = ScopeEvaluator(self, method, [], phase1=True).run()
                         # what the method leaves (`self.cpc = CPC(); self.cpc.to(d)` leaves it moved)
                         attrs = {
-                            key.split(".", 1)[1]: result.exits.get(key, value)
-                            for key, value in result.assigned.items()
+                            key.split(".", 1)[1]: result.exits.get(key, value) for key, value in result.assigned.items()
                         }
                     else:
                         # not interpreted: whatever it assigns to `self` is unknown

@@ -55,6 +55,34 @@ def _legacy_type(name: str, dtype: torch.dtype) -> type:
     return _LegacyTypeMeta(name, (), namespace)
 
 
+class _GeneratorMeta(type(torch.Generator)):
+    def __instancecheck__(cls, instance) -> bool:
+        return isinstance(instance, _HOST_GENERATOR)  # the host's generators are generators too
+
+
+_HOST_GENERATOR = torch.Generator
+
+
+class ShadowGenerator(_HOST_GENERATOR, metaclass=_GeneratorMeta):
+    """`torch.Generator(device="cuda")`: the host has no CUDA generator, so this one draws
+    with the CPU's algorithm (as the shadow's random factories do) and says it belongs to
+    the accelerator, which is what the device checks of the random factories look at."""
+
+    def __new__(cls, device="cpu"):
+        generator = _HOST_GENERATOR.__new__(cls, "cpu")
+        generator.shadow_index = _shadow_index(device) if core._wants_shadow(device) else None
+        return generator
+
+    def __init__(self, device="cpu") -> None:
+        pass
+
+    @property
+    def device(self) -> torch.device:
+        if self.shadow_index is None:
+            return torch.device("cpu")
+        return torch.device(core._backend.kind, self.shadow_index)
+
+
 # torch.cuda (torch.mps, torch.xpu) and torch.accelerator as the shadow machine answers --
 
 
@@ -522,6 +550,7 @@ def _patches(backend: Backend) -> dict:
             "load": _load(torch.load),
             "save": _save(torch.save),
             "set_default_tensor_type": _set_default_tensor_type(torch.set_default_tensor_type),
+            "Generator": ShadowGenerator,
         },
         torch.Tensor: {
             "pin_memory": lambda self, device=None: self,

@@ -625,9 +625,27 @@ _FROM_HOST_DATA = frozenset({torch.tensor, torch.as_tensor, torch.asarray})
 _DEVICE_CONSTRUCTORS = frozenset(torch.utils._device._device_constructors())
 
 
+def generator_device(generator) -> str:
+    """The device type a generator draws for: a shadow generator's (`ShadowGenerator`
+    in machine.py) is the accelerator's, though it draws with the CPU's algorithm."""
+    shadow = getattr(generator, "shadow_index", None)
+    return _backend.kind if shadow is not None else generator.device.type
+
+
+def _check_generator(kwargs, device_type: str) -> None:
+    """A random factory takes a generator of its own device only
+    (aten/src/ATen/core/DistributionsHelper.h, `check_generator`)."""
+    generator = kwargs.get("generator")
+    if generator is not None and generator_device(generator) != device_type:
+        raise RuntimeError(
+            f"Expected a '{device_type}' device type for generator but found '{generator_device(generator)}'"
+        )
+
+
 def _factory(func, args, kwargs):
     index = _shadow_index(kwargs["device"])
     _check_ordinal(index)
+    _check_generator(kwargs, _backend.kind)
     kwargs = dict(kwargs, device=_CPU)
     kwargs.pop("pin_memory", None)
     result = func(*args, **kwargs)
@@ -723,6 +741,7 @@ class _ShadowMode(TorchFunctionMode):
                 default = _default_index()
                 if default is not None:
                     return _factory(func, args, dict(kwargs, device=default))
+                _check_generator(kwargs, "cpu")
             return func(*args, **kwargs)
         counts = _state.counts
         counts.ops[_backend.names[index]] += 1

@@ -7,7 +7,7 @@ import libcst as cst
 from devlint.analysis import device_tables
 from devlint.analysis.devices import DeviceAnalysis
 from devlint.analysis.lattice import Conflict, Operand, Source
-from devlint.analysis.tree import Tree, dotted_name
+from devlint.analysis.tree import Tree, bound_names, dotted_name
 from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore, Replace, ReplaceUpTo
 from devlint.rules.base import Rule
 
@@ -336,7 +336,8 @@ class UnregisteredModuleTensor(Rule):
         params = method.params.params
         if not params or params[0].name.value != target.value.value:
             return
-        if not _runs_at_construction(self.ctx.tree, method, cls):
+        at_construction = _runs_at_construction(self.ctx.tree, method, cls)
+        if not at_construction and not self._built_once(target):
             return
         value = analysis.value_of(value_node)
         if not value.is_tensor or value.is_parameter:
@@ -350,6 +351,15 @@ class UnregisteredModuleTensor(Rule):
         if _other_assignments(self.ctx.tree, cls, target.value.value, attr, node):
             return  # managed by the class itself (a cache rebuilt or moved elsewhere)
         self_name = target.value.value
+        if not at_construction:
+            # a buffer cannot be registered over the plain attribute `__init__` set to None
+            message = (
+                f"`{self_name}.{attr}` is a cache the module builds when it is missing, not when the module "
+                f"moves: `.to(device)` leaves it on {value.device}; register it as a buffer in `__init__`, "
+                "or rebuild it when the device changes"
+            )
+            self.report(node, message)
+            return
         message = (
             f"`{self_name}.{attr}` is a tensor the module does not own: `.to(device)` leaves it "
             f"on {value.device}; register it as a buffer"
@@ -360,6 +370,21 @@ class UnregisteredModuleTensor(Rule):
             opening = f'{self_name}.register_buffer("{attr}", '
             fix = FixPlan.unsafe(ReplaceUpTo(node, value_node, opening), InsertAfter(value_node, ", persistent=False)"))
         self.report(node, message, fix)
+
+    def _built_once(self, target: cst.Attribute) -> bool:
+        """`if self.grid is None: self.grid = ...`: a cache built the first time the
+        module runs, and never again, so it stays where that was (no `.device` test)."""
+        key = dotted_name(target)
+        ancestors = self.ctx.ancestors
+        for index in range(len(ancestors) - 1, 0, -1):
+            node = ancestors[index]
+            if type(node) is cst.FunctionDef:
+                return False
+            if type(node) is cst.If and ancestors[index + 1] is node.body and _is_none_test(node.test, key):
+                return not any(
+                    type(n) is cst.Attribute and n.attr.value == "device" for n in self.ctx.tree.walk(node.test)
+                )
+        return False
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -423,10 +448,27 @@ def _other_assignments(tree: Tree, cls: cst.ClassDef, self_name: str, attr: str,
                 targets = [t.target for t in child.targets]
             elif type(child) in (cst.AnnAssign, cst.AugAssign) and getattr(child, "value", None) is not None:
                 targets = [child.target]
+            if targets and type(child.value) is cst.Name and child.value.value == "None":
+                continue  # `self.weight = None` before it is made: nothing manages it
             for target in targets:
                 if dotted_name(target) == f"{self_name}.{attr}":
                     found.append((stmt, child.value))
     return found
+
+
+def _is_none_test(test: cst.BaseExpression, key: str) -> bool:
+    """Does `test` ask whether `key` is None (alone, or with `and`/`or`)?"""
+    if type(test) is cst.BooleanOperation:
+        return _is_none_test(test.left, key) or _is_none_test(test.right, key)
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return False
+    target = test.comparisons[0]
+    return (
+        type(target.operator) is cst.Is
+        and type(target.comparator) is cst.Name
+        and target.comparator.value == "None"
+        and dotted_name(test.left) == key
+    )
 
 
 def _reads_first(tree: Tree, method: cst.FunctionDef, key: str) -> bool:
@@ -520,10 +562,13 @@ class UnregisteredSubmodules(Rule):
         if held is None or not _plain_uses_only(self.ctx.tree, cls, self_name, attr, node):
             return
         container = {"module": "ModuleList", "parameter": "ParameterList"}[held]
-        if type(value) in (cst.Dict, cst.DictComp):
+        keys_named = True
+        if _container_word(value) == "dict":
             if held != "module":
                 return
             container = "ModuleDict"
+            # a ModuleDict takes string keys only: `self.heads[i] = ...` would fail in it
+            keys_named = self._string_keys(method, self_name, attr, value)
         nn = self._nn()
         kind = "parameters" if held == "parameter" else "modules"
         message = (
@@ -531,9 +576,27 @@ class UnregisteredSubmodules(Rule):
             f"`.parameters()` and `state_dict()` never see them; use `{nn}.{container}`"
         )
         fix = None
-        if not value.lpar:
+        if not value.lpar and keys_named:
             fix = FixPlan.unsafe(InsertBefore(value, f"{nn}.{container}("), InsertAfter(value, ")"))
         self.report(node, message, fix)
+
+    def _string_keys(self, method: cst.FunctionDef, self_name: str, attr: str, value: cst.BaseExpression) -> bool:
+        """Are the dict's keys strings, in the literal and in `self.<attr>[key] = ...`?"""
+        keys = []
+        if type(value) is cst.Dict:
+            keys = [e.key for e in value.elements if type(e) is cst.DictElement]
+        elif type(value) is cst.DictComp:
+            keys = [value.key]
+        for node in self.ctx.tree.walk(method.body):
+            if type(node) is cst.Assign:
+                for target in node.targets:
+                    if (
+                        type(target.target) is cst.Subscript
+                        and dotted_name(target.target.value) == f"{self_name}.{attr}"
+                    ):
+                        keys.extend(e.slice.value for e in target.target.slice if type(e.slice) is cst.Index)
+        strings = (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)
+        return all(type(key) in strings for key in keys)
 
     def _held(self, value: cst.BaseExpression) -> str | None:
         """ "module" or "parameter" when every item `value` holds is one; None otherwise."""
@@ -572,12 +635,22 @@ class UnregisteredSubmodules(Rule):
         local = analysis.local_class(name) if name else None
         if local is not None and analysis.is_module_class(local, strict=True):
             return "module"
+        value = analysis.value_of(item)  # `make_block(...)`, a helper that returns one
+        if value.is_module and (value.holds_params or value.layer):
+            return "module"
         return None
 
     def _appended(self, method: cst.FunctionDef, self_name: str, attr: str) -> str | None:
-        """What `self.<attr>.append(...)` calls in `__init__` add, when all add one kind."""
+        """What `self.<attr>.append(...)` calls (or `self.<attr>[key] = ...` assignments)
+        in `__init__` add, when all add one kind."""
         kinds = set()
         for node in self.ctx.tree.walk(method.body):
+            if type(node) is cst.Assign and any(
+                type(t.target) is cst.Subscript and dotted_name(t.target.value) == f"{self_name}.{attr}"
+                for t in node.targets
+            ):
+                kinds.add(self._item_kind(node.value))
+                continue
             if type(node) is not cst.Call or type(node.func) is not cst.Attribute:
                 continue
             receiver = node.func.value
@@ -614,6 +687,16 @@ _PLAIN_METHODS = frozenset({"append", "insert", "extend", "items", "values", "ke
 _PLAIN_CALLS = frozenset({"len", "enumerate", "zip", "reversed", "range", "iter", "next", "list", "sorted"})
 
 
+def _names_for_items(tree: Tree, cls: cst.ClassDef, key: str) -> set[str]:
+    """`key` itself, and the loop variables that walk it (`for i, head in
+    enumerate(self.heads)`): what names the container's items in the class."""
+    names = {key}
+    for node in tree.walk(cls):
+        if type(node) is cst.For and any(dotted_name(n) == key for n in tree.walk(node.iter)):
+            names.update(bound_names(node.target))
+    return names
+
+
 def _plain_uses_only(tree: Tree, cls: cst.ClassDef, self_name: str, attr: str, assignment: cst.CSTNode) -> bool:
     """Is `self.<attr>` only iterated, indexed, measured or appended to in the class? A
     container handed anywhere else (`nn.Sequential(*self.layers)`, `nn.ModuleList(...)`,
@@ -627,7 +710,9 @@ def _plain_uses_only(tree: Tree, cls: cst.ClassDef, self_name: str, attr: str, a
             name = dotted_name(node.func) or ""
             last = name.rsplit(".", 1)[-1]
             if last in ("add_module", "register_module", "setattr", "register_parameter"):
-                return False
+                items = _names_for_items(tree, cls, key)
+                if any(dotted_name(n) in items for arg in node.args for n in tree.walk(arg.value)):
+                    return False  # registered item by item
             for arg in node.args:
                 if dotted_name(arg.value) == key and (arg.star or last not in _PLAIN_CALLS):
                     return False

@@ -34,6 +34,23 @@ def _argument(call: cst.Call, keyword: str, position: int | None) -> cst.Arg | N
     return positional[position] if position < len(positional) else None
 
 
+_SAMPLING_OPTIONS = frozenset({"generator", "sampler", "batch_sampler", "shuffle"})
+
+
+def _options_without_sampling(value: cst.BaseExpression) -> bool:
+    """A dict literal (or a choice of two) whose keys are strings, none of them about
+    sampling."""
+    if type(value) is cst.IfExp:
+        return _options_without_sampling(value.body) and _options_without_sampling(value.orelse)
+    if type(value) is not cst.Dict:
+        return False
+    for element in value.elements:
+        key = string_value(element.key) if type(element) is cst.DictElement else None
+        if key is None or key in _SAMPLING_OPTIONS:
+            return False
+    return True
+
+
 def _has_star(call: cst.Call) -> bool:
     return any(a.star for a in call.args)
 
@@ -74,8 +91,9 @@ class LoaderUnderAcceleratorDefault(Rule):
     ## Fix safety
     Unsafe: the permutation is drawn by another generator, so the batches come in
     another order. The generator is built on the device given to `set_default_device`
-    when that is a name, on `torch.get_default_device()` when a helper set it, else on
-    the device binding.
+    when that is a name, on `torch.get_default_device()` when a helper set it, on
+    `torch.empty(0).device` (where new tensors go) after `set_default_tensor_type`, which
+    may have run only under a flag, else on the device binding.
     """
 
     code = "DEV305"
@@ -110,12 +128,33 @@ class LoaderUnderAcceleratorDefault(Rule):
         self.report(node, message, self._fix(node, setting, helper))
 
     def _shuffles(self, node: cst.Call) -> bool:
-        if _has_star(node) or _argument(node, "generator", _LOADER_GENERATOR_POSITION) is not None:
+        if self._may_pass_a_generator(node) or _argument(node, "generator", _LOADER_GENERATOR_POSITION) is not None:
             return False
         if _argument(node, "sampler", 3) is not None or _argument(node, "batch_sampler", 4) is not None:
             return False  # a sampler of its own: reported at the RandomSampler, if it is one
         shuffle = _argument(node, "shuffle", _LOADER_POSITIONS["shuffle"])
         return shuffle is not None and type(shuffle.value) is cst.Name and shuffle.value.value == "True"
+
+    def _may_pass_a_generator(self, node: cst.Call) -> bool:
+        """Could `*args`/`**kwargs` carry a generator or sampler? Not `**kwargs` bound in
+        the same scope only to dict literals without one (`{"num_workers": 1} if use_cuda
+        else {}`)."""
+        for arg in node.args:
+            if arg.star == "*" or (arg.star == "**" and not self._plain_options(arg.value)):
+                return True
+        return False
+
+    def _plain_options(self, value: cst.BaseExpression) -> bool:
+        if type(value) is not cst.Name:
+            return False
+        functions = self.ctx.functions()
+        scope = functions[0] if functions else self.ctx.module
+        assigned = [
+            node.value
+            for node in self.ctx.tree.walk_scope(scope)
+            if type(node) is cst.Assign and any(dotted_name(t.target) == value.value for t in node.targets)
+        ]
+        return bool(assigned) and all(_options_without_sampling(v) for v in assigned)
 
     def _default_device_setting(self, node: cst.Call) -> tuple[cst.Call, cst.Call | None] | None:
         """The last call before `node` (in its function, else at module level) that sets
@@ -176,7 +215,11 @@ class LoaderUnderAcceleratorDefault(Rule):
     def _fix(self, node: cst.Call, setting: cst.Call, helper: cst.Call | None) -> FixPlan | None:
         torch, edits = self.binding.torch()
         argument = setting.args[0].value
-        if helper is not None:  # the helper's names are not the caller's
+        if self.ctx.qualify(setting.func) == _DEFAULT_TENSOR_TYPE:
+            # where new tensors go: on CUDA only where the setting ran (`if args.cuda:`), and
+            # `get_default_device()` does not see tensor types
+            code = f"{torch}.empty(0).device"
+        elif helper is not None:  # the helper's names are not the caller's
             code = f"{torch}.get_default_device()"
         elif self.ctx.qualify(setting.func) == _DEFAULT_DEVICE and type(argument) is cst.Name:
             code = argument.value

@@ -120,6 +120,26 @@ def test_default_tensor_type_to_a_cuda_type_is_simulated_and_undone(shadow_cuda)
     assert not torch.zeros(2).is_cuda
 
 
+def test_a_shuffling_loader_under_a_cuda_default_fails_and_a_cuda_generator_fixes_it(shadow_cuda):
+    """With CUDA the default tensor type, a shuffling DataLoader's sampler draws `randperm`
+    on the GPU with the CPU generator it made, which CUDA refuses
+    (aten/src/ATen/core/DistributionsHelper.h, check_generator); a generator on the GPU
+    draws there, and one on the GPU refuses a CPU factory in turn."""
+    from torch.utils.data import DataLoader
+
+    torch.set_default_tensor_type("torch.cuda.FloatTensor")
+    loader = DataLoader(list(range(8)), batch_size=4, shuffle=True)
+    with pytest.raises(RuntimeError, match="Expected a 'cuda' device type for generator but found 'cpu'"):
+        list(loader)
+    generator = torch.Generator(device=torch.empty(0).device)
+    assert generator.device == torch.device("cuda", 0) and isinstance(generator, torch.Generator)
+    assert len(list(DataLoader(list(range(8)), batch_size=4, shuffle=True, generator=generator))) == 2
+    torch.set_default_tensor_type(torch.FloatTensor)
+    with pytest.raises(RuntimeError, match="Expected a 'cpu' device type for generator but found 'cuda'"):
+        torch.randperm(4, generator=generator)
+    assert isinstance(torch.default_generator, torch.Generator)  # the host's generators stay generators
+
+
 def test_default_device_in_the_script_is_simulated_and_undone():
     """`torch.set_default_device("cuda")` makes factories without `device=` build on CUDA
     (torch/__init__.py set_default_device, torch/utils/_device.py DeviceContext); the
