@@ -457,9 +457,14 @@ def _other_assignments(tree: Tree, cls: cst.ClassDef, self_name: str, attr: str,
 
 
 def _is_none_test(test: cst.BaseExpression, key: str) -> bool:
-    """Does `test` ask whether `key` is None (alone, or with `and`/`or`)?"""
-    if type(test) is cst.BooleanOperation:
-        return _is_none_test(test.left, key) or _is_none_test(test.right, key)
+    """Does `test` only ask whether attributes are None, `key` among them (`self.grid is
+    None or self.lim is None`)? A cache rebuilt on other conditions too (a new shape) is
+    the class's business."""
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.Or:
+        left, right = _is_none_test(test.left, key), _is_none_test(test.right, key)
+        return (
+            (left or right) and (left or _is_none_test(test.left, None)) and (right or _is_none_test(test.right, None))
+        )
     if type(test) is not cst.Comparison or len(test.comparisons) != 1:
         return False
     target = test.comparisons[0]
@@ -467,7 +472,7 @@ def _is_none_test(test: cst.BaseExpression, key: str) -> bool:
         type(target.operator) is cst.Is
         and type(target.comparator) is cst.Name
         and target.comparator.value == "None"
-        and dotted_name(test.left) == key
+        and (dotted_name(test.left) == key if key is not None else dotted_name(test.left) is not None)
     )
 
 
