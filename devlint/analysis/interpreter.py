@@ -705,8 +705,9 @@ class ScopeEvaluator(TorchCalls):
 
     def _exit(self, state: State | None) -> None:
         """A path leaves the method: what it leaves in `self.<attr>`s, joined with the
-        other paths that set them (what other methods see after a call)."""
-        if state is None or self.self_name is None:
+        other paths that set them (what other methods see after a call). Only the class
+        summary (phase 1) reads it."""
+        if state is None or self.self_name is None or not self.phase1:
             return
         prefix = self.self_name + "."
         exits = self.result.exits
