@@ -460,20 +460,22 @@ def _is_none_test(test: cst.BaseExpression, key: str) -> bool:
     """Does `test` only ask whether attributes are None, `key` among them (`self.grid is
     None or self.lim is None`)? A cache rebuilt on other conditions too (a new shape) is
     the class's business."""
-    if type(test) is cst.BooleanOperation and type(test.operator) is cst.Or:
-        left, right = _is_none_test(test.left, key), _is_none_test(test.right, key)
-        return (
-            (left or right) and (left or _is_none_test(test.left, None)) and (right or _is_none_test(test.right, None))
-        )
-    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
-        return False
-    target = test.comparisons[0]
-    return (
-        type(target.operator) is cst.Is
-        and type(target.comparator) is cst.Name
-        and target.comparator.value == "None"
-        and (dotted_name(test.left) == key if key is not None else dotted_name(test.left) is not None)
-    )
+    asked = []
+    pending = [test]
+    while pending:
+        part = pending.pop()
+        if type(part) is cst.BooleanOperation and type(part.operator) is cst.Or:
+            pending += [part.left, part.right]
+            continue
+        if type(part) is not cst.Comparison or len(part.comparisons) != 1:
+            return False
+        target = part.comparisons[0]
+        if type(target.operator) is not cst.Is or not (
+            type(target.comparator) is cst.Name and target.comparator.value == "None"
+        ):
+            return False
+        asked.append(dotted_name(part.left))
+    return key in asked and None not in asked
 
 
 def _reads_first(tree: Tree, method: cst.FunctionDef, key: str) -> bool:
@@ -585,6 +587,16 @@ class UnregisteredSubmodules(Rule):
             fix = FixPlan.unsafe(InsertBefore(value, f"{nn}.{container}("), InsertAfter(value, ")"))
         self.report(node, message, fix)
 
+    def _item_assignments(self, method: cst.FunctionDef, key: str) -> list[tuple[cst.Subscript, cst.BaseExpression]]:
+        """(target, value) of every `self.<attr>[k] = value` in `method`, `key` naming the attribute."""
+        found = []
+        for node in self.ctx.tree.walk(method.body):
+            if type(node) is cst.Assign:
+                for target in node.targets:
+                    if type(target.target) is cst.Subscript and dotted_name(target.target.value) == key:
+                        found.append((target.target, node.value))
+        return found
+
     def _string_keys(self, method: cst.FunctionDef, self_name: str, attr: str, value: cst.BaseExpression) -> bool:
         """Are the dict's keys strings, in the literal and in `self.<attr>[key] = ...`?"""
         keys = []
@@ -592,14 +604,8 @@ class UnregisteredSubmodules(Rule):
             keys = [e.key for e in value.elements if type(e) is cst.DictElement]
         elif type(value) is cst.DictComp:
             keys = [value.key]
-        for node in self.ctx.tree.walk(method.body):
-            if type(node) is cst.Assign:
-                for target in node.targets:
-                    if (
-                        type(target.target) is cst.Subscript
-                        and dotted_name(target.target.value) == f"{self_name}.{attr}"
-                    ):
-                        keys.extend(e.slice.value for e in target.target.slice if type(e.slice) is cst.Index)
+        for target, _ in self._item_assignments(method, f"{self_name}.{attr}"):
+            keys.extend(e.slice.value for e in target.slice if type(e.slice) is cst.Index)
         strings = (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)
         return all(type(key) in strings for key in keys)
 
@@ -648,14 +654,8 @@ class UnregisteredSubmodules(Rule):
     def _appended(self, method: cst.FunctionDef, self_name: str, attr: str) -> str | None:
         """What `self.<attr>.append(...)` calls (or `self.<attr>[key] = ...` assignments)
         in `__init__` add, when all add one kind."""
-        kinds = set()
+        kinds = {self._item_kind(value) for _, value in self._item_assignments(method, f"{self_name}.{attr}")}
         for node in self.ctx.tree.walk(method.body):
-            if type(node) is cst.Assign and any(
-                type(t.target) is cst.Subscript and dotted_name(t.target.value) == f"{self_name}.{attr}"
-                for t in node.targets
-            ):
-                kinds.add(self._item_kind(node.value))
-                continue
             if type(node) is not cst.Call or type(node.func) is not cst.Attribute:
                 continue
             receiver = node.func.value
