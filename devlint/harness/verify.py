@@ -62,6 +62,8 @@ class RunResult:
     max_abs: float | None = None
     max_rel: float | None = None
     differences: list[str] = field(default_factory=list)
+    # Set when the run failed while other runs ran, and this result is its run alone.
+    failed_alongside_others: str | None = None
 
     @property
     def agrees(self) -> bool:
@@ -75,6 +77,7 @@ class RunResult:
             "expected_to_fail": self.spec.expected_to_fail,
             "status": self.status,
             "error": self.error,
+            "failed_alongside_others": self.failed_alongside_others,
             "location": self.location,
             "seconds": round(self.seconds, 4),
             "counts": self.counts,
@@ -356,6 +359,8 @@ def verify(
                 for future in futures:
                     future.cancel()
                 _children.kill_all()
+        if workers > 1:
+            runs = _rerun_alone(runs, fixed, path, seed, shadow_devices, workdir, timeout)
     verdict, reasons, baseline = judge(runs, rtol, atol)
     return Report(
         script=path,
@@ -368,6 +373,32 @@ def verify(
         rtol=rtol,
         atol=atol,
     )
+
+
+def _rerun_alone(runs, fixed, path, seed, shadow_devices, workdir, timeout) -> list[RunResult]:
+    """Run again, alone, each fixed run that raised while other runs ran.
+
+    Concurrent runs share whatever lies outside their working folders: a checkpoint
+    written to an absolute path, a port, a cache. A fixed run that raises there may only
+    have met another run, and its verdict is then the one it earns alone. A run that
+    crashed or timed out is not run again.
+    """
+    results = []
+    for run in runs:
+        if run.spec.program == "fixed" and run.status == "error":
+            again = run_program(
+                run.spec,
+                fixed,
+                path,
+                seed=seed,
+                shadow_devices=shadow_devices,
+                workdir=workdir,
+                timeout=timeout,
+            )
+            again.failed_alongside_others = run.error
+            run = again
+        results.append(run)
+    return results
 
 
 def judge(runs: list[RunResult], rtol: float, atol: float) -> tuple[str, list[str], str]:
@@ -445,6 +476,11 @@ def render(report: Report) -> str:
             lines.append("  ".join("-" * width for width in widths))
     details = []
     for run in report.runs:
+        if run.failed_alongside_others:
+            details.append(
+                f"{run.spec.name}: failed while the other runs ran ({run.failed_alongside_others}); "
+                "this is its run alone (do the runs share a file outside their working folders?)"
+            )
         if run.status != "ok":
             where = f" ({run.location})" if run.location else ""
             details.append(f"{run.spec.name}: {run.error}{where}")

@@ -91,3 +91,42 @@ def test_printed_numbers_ignore_devices_and_dtypes():
     assert printed_numbers("tensor([1.5, -2.0], device='cuda:0', dtype=torch.float64) on cuda:1") == [1.5, -2.0]
     assert printed_numbers("99 12.5 1e-06 nan")[:3] == [99.0, 12.5, 1e-06]
     assert printed_numbers("tensor(3., grad_fn=<AddBackward0>)") == [3.0]
+
+
+def test_a_fixed_run_that_raised_alongside_the_others_is_judged_by_its_run_alone(monkeypatch, capsys):
+    from devlint.harness import verify as verify_module
+
+    real_run_program = verify_module.run_program
+    calls = []
+
+    def meets_another_run_once(spec, *args, **kwargs):
+        calls.append(spec.name)
+        result = real_run_program(spec, *args, **kwargs)
+        if spec.name == "fixed@cpu" and calls.count("fixed@cpu") == 1:
+            result.status, result.error = "error", "EOFError: Ran out of input"
+        return result
+
+    monkeypatch.setattr(verify_module, "run_program", meets_another_run_once)
+    monkeypatch.setattr(verify_module.os, "cpu_count", lambda: 2)
+    assert main([str(FIXTURES / "small_polyfit.py")]) == 0
+    out = capsys.readouterr().out
+    assert calls.count("fixed@cpu") == 2 and calls.count("fixed@shadow") == 1
+    assert "fixed@cpu: failed while the other runs ran (EOFError: Ran out of input)" in out
+    assert out.rstrip().endswith("PASS")
+
+
+def test_a_fixed_run_that_fails_alone_too_still_fails(monkeypatch, capsys):
+    from devlint.harness import verify as verify_module
+
+    real_run_program = verify_module.run_program
+
+    def always_fails_on_the_cpu(spec, *args, **kwargs):
+        result = real_run_program(spec, *args, **kwargs)
+        if spec.name == "fixed@cpu":
+            result.status, result.error = "error", "RuntimeError: broken"
+        return result
+
+    monkeypatch.setattr(verify_module, "run_program", always_fails_on_the_cpu)
+    monkeypatch.setattr(verify_module.os, "cpu_count", lambda: 2)
+    assert main([str(FIXTURES / "small_polyfit.py")]) == 1
+    assert "FAIL: fixed@cpu failed: RuntimeError: broken" in capsys.readouterr().out
