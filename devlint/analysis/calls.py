@@ -15,6 +15,7 @@ import libcst as cst
 from devlint.analysis import device_tables as T
 from devlint.analysis.lattice import (
     CPU,
+    NO_ITEMS,
     OTHER,
     UNKNOWN,
     UNKNOWN_DEVICE,
@@ -50,6 +51,8 @@ class TorchCalls:
         else:
             callee = self.eval(func, state)
         args = [self.eval(arg.value, state) for arg in node.args]
+        if any(value.items is not None for value in args):
+            self._lists_handed_over(node, qualified, args, state)
         if qualified is not None:
             if qualified.startswith("numpy."):
                 return OTHER  # NumPy gives arrays and numbers in host memory, never a tensor
@@ -94,6 +97,19 @@ class TorchCalls:
         if value.kind is Kind.UNKNOWN and self.evidently_module(expr):
             return replace(value, kind=Kind.MODULE, holds_params=True)
         return value
+
+    def _lists_handed_over(self, node: cst.Call, qualified: str | None, args: list[AbstractValue],
+                           state: State) -> None:  # fmt: skip
+        """A list built empty here, handed to other code (`collect(outputs)`), may come
+        back holding anything; torch, NumPy and the builtins that only read it leave it."""
+        func = node.func
+        if qualified is not None and qualified.startswith(("torch.", "numpy.")):
+            return
+        if type(func) is cst.Name and func.value in _READING_BUILTINS and func.value not in state.env:
+            return
+        for arg, value in zip(node.args, args):
+            if value.items is not None and type(arg.value) is cst.Name:
+                self.bind(arg.value, replace(value, items=None), state)
 
     def _escape(self, node: cst.Call, args: list[AbstractValue], state: State) -> None:
         """A module handed to code the analysis cannot see (`accelerator.prepare(model)`,
@@ -480,6 +496,9 @@ class TorchCalls:
                     operands.append(Operand(element.value, self.result.values.get(id(element.value), UNKNOWN)))
             elif type(inner) in (cst.ListComp, cst.GeneratorExp):
                 operands.append(Operand(inner.elt, self.result.values.get(id(inner.elt), UNKNOWN)))
+            elif value.items is not None and value.items is not NO_ITEMS and value.items.tensor_like:
+                # `torch.cat(outputs)`: the tensors appended to a list built empty here
+                operands.append(Operand(inner, replace(value.items, kind=Kind.TENSOR, elements=None)))
             else:
                 operands.append(Operand(inner, value))
         tensors = [o for o in operands if o.value.tensor_like or (o.value.maybe_accel and o.value.kind is Kind.UNKNOWN)]
@@ -527,6 +546,14 @@ class TorchCalls:
         if name in T.MOVE_METHODS:
             return self._move(node, name, receiver, receiver_expr, state)
         kind = receiver.kind
+        if receiver.items is not None and type(receiver_expr) is cst.Name:
+            # a list built empty here: `outputs.append(out)` adds to what it holds
+            if name == "append" and len(args) == 1:
+                held = args[0] if receiver.items is NO_ITEMS else receiver.items.join(args[0])
+                receiver = replace(receiver, items=held)
+            else:
+                receiver = replace(receiver, items=None)
+            self.bind(receiver_expr, receiver, state)
         if name in ("append", "extend", "insert") and kind in (Kind.OTHER, Kind.UNKNOWN) and not receiver.device.known:
             # `losses.append(loss)`: the list now holds an accelerator tensor
             if any(v.may_be_accel_tensor or v.holds_accel for v in args):
@@ -743,6 +770,12 @@ class TorchCalls:
     def _snapshot(self, node: cst.CSTNode, state: State) -> None:
         if not self.phase1 and id(node) not in self.result.snapshots:
             self.result.snapshots[id(node)] = (self.params, state.mark())
+
+
+_READING_BUILTINS = frozenset(
+    {"len", "print", "sum", "min", "max", "any", "all", "zip", "enumerate", "iter", "list", "tuple",
+     "sorted", "reversed", "map", "filter", "isinstance", "str", "repr"}
+)  # fmt: skip
 
 
 def _kind_only(value: AbstractValue) -> AbstractValue:

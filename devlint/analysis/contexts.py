@@ -169,6 +169,11 @@ class CallContexts:
                 params[name] = self.default_of(param)
             else:
                 params[name] = UNKNOWN
+        if record.bound and own_self is not None and function.name.value not in _ENTRY_POINTS:
+            # `model.generate(tokens)` runs with `self` where `model` is: `self(x)` in its
+            # body is a call of the moved model (its entry points keep their own device)
+            moved = result.values.get(id(record.receiver), UNKNOWN) if record.receiver is not None else UNKNOWN
+            params[own_self] = moved if moved.kind is Kind.MODULE and moved.device.known else UNKNOWN
         return CallContext(params, self._names_left(record, caller_names, receiver, own_self, rename, gone))
 
     def _names_left(self, record: CallRecord, caller_names: frozenset[str] | None, receiver: str | None,
@@ -200,6 +205,9 @@ class CallContexts:
         method of a top-level class: the module body evaluates it, with the `def`."""
         assert param.default is not None
         return self.module_scope().values.get(id(param.default), UNKNOWN)
+
+
+_ENTRY_POINTS = frozenset({"forward", "__call__"})
 
 
 def _self_name(function: cst.FunctionDef) -> str | None:

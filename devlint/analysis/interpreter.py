@@ -17,6 +17,7 @@ import libcst as cst
 from devlint.analysis import device_tables as T
 from devlint.analysis.lattice import (
     CPU,
+    EMPTY_LIST,
     OTHER,
     UNKNOWN,
     UNKNOWN_DEVICE,
@@ -887,7 +888,11 @@ class ScopeEvaluator(TorchCalls):
             holds = holds or value.holds_accel or value.may_be_accel_tensor
         return HOLDS_ACCEL if holds else OTHER
 
-    eval_List = eval_Set = eval_Dict = _collection
+    eval_Set = eval_Dict = _collection
+
+    def eval_List(self, node: cst.List, state: State) -> AbstractValue:
+        """A list; one built empty keeps what is appended to it (`torch.cat(outputs)`)."""
+        return self._collection(node, state) if node.elements else EMPTY_LIST
 
     def eval_Tuple(self, node: cst.Tuple, state: State) -> AbstractValue:
         """A tuple keeps its items' values, so that what a function returns or yields as

@@ -134,6 +134,8 @@ class AbstractValue:
     elements: tuple[AbstractValue, ...] | None = None
     instance_of: str = ""  # the file's own class the value was built from (`enc = Encoder()`)
     item: bool = False  # an item unpacked from an output of unknown shape (not unpacked again)
+    # a list built empty here: the join of what was appended to it (NO_ITEMS: nothing yet)
+    items: AbstractValue | None = None
 
     @property
     def is_tensor(self) -> bool:
@@ -189,6 +191,7 @@ class AbstractValue:
             holds_accel=self.holds_accel or other.holds_accel,
             elements=_join_elements(self.elements, other.elements),
             instance_of=self.instance_of if self.instance_of == other.instance_of else "",
+            items=join_items(self.items, other.items),
         )
 
     def join_guarded(self, other: AbstractValue) -> AbstractValue:
@@ -218,8 +221,21 @@ def _join_elements(
     return tuple(x.join(y) for x, y in zip(a, b))
 
 
+def join_items(a: AbstractValue | None, b: AbstractValue | None) -> AbstractValue | None:
+    """What two paths' lists hold: a list still empty on one path holds what the other's does."""
+    if a is None or b is None:
+        return None
+    if a is NO_ITEMS:
+        return b
+    if b is NO_ITEMS:
+        return a
+    return a.join(b)
+
+
 UNKNOWN = AbstractValue()
 OTHER = AbstractValue(Kind.OTHER)
+NO_ITEMS = AbstractValue(Kind.OTHER, how="no items")
+EMPTY_LIST = AbstractValue(Kind.OTHER, items=NO_ITEMS)
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,11 @@ from devlint.analysis.lattice import (
     AbstractValue,
     Kind,
     Source,
+    NO_ITEMS,
     accel,
     disagree,
     join_devices,
+    join_items,
     join_symbolic,
 )
 from devlint.analysis.tree import walk
@@ -151,6 +153,26 @@ def test_operations_live_with_known_operands() -> None:
     s = p.value("f", "s")
     assert s.device == accel("device") and s.zero_dim is True
     assert p.value("f", "t").device == accel("device")
+
+
+def test_items_of_a_list_built_empty_join_what_was_appended() -> None:
+    on_device = AbstractValue(Kind.TENSOR, accel("device"), False)
+    assert join_items(NO_ITEMS, on_device) == on_device == join_items(on_device, NO_ITEMS)
+    assert join_items(on_device, AbstractValue(Kind.TENSOR, CPU, False)).device == UNKNOWN_DEVICE
+    assert join_items(None, on_device) is None
+    p = probe("""
+        def f(batches):
+            outputs, hosts = [], []
+            for x in batches:
+                outputs.append(torch.ones(3).to(device))
+                hosts.append(torch.ones(3))
+            filled = []
+            filled.extend(batches)
+            return torch.cat(outputs), torch.cat(hosts), torch.stack(filled)
+    """)
+    assert p.value("f", "torch.cat(outputs)").device == accel("device")
+    assert p.value("f", "torch.cat(hosts)").device == CPU
+    assert p.value("f", "torch.stack(filled)").device == UNKNOWN_DEVICE
 
 
 def test_branches_join_and_guards_are_not_devices() -> None:
