@@ -39,7 +39,7 @@ from devlint.analysis.tree import (
     string_value,
 )
 from devlint.analysis.calls import TorchCalls
-from devlint.analysis.contexts import CallContext, CallRecord
+from devlint.analysis.contexts import CallContext, CallRecord, matters
 from devlint.analysis.guards import accelerator_type
 
 if TYPE_CHECKING:
@@ -411,6 +411,8 @@ class ScopeEvaluator(TorchCalls):
             value = self.eval(node.value, state)
             for target in node.targets:
                 self.bind(target.target, value, state, node.value)
+            if value.instance_of and type(node.value) is cst.Call and type(node.targets[-1].target) is cst.Name:
+                self._constructed(node.targets[-1].target.value, node.value, value, state)
         elif type(node) is cst.AnnAssign:
             if node.value is not None:
                 value = self.eval(node.value, state)
@@ -698,6 +700,40 @@ class ScopeEvaluator(TorchCalls):
             self._assigned(key, value)
         elif type(self.scope) is cst.Module and "." not in key:
             self._assigned(key, value)
+
+    def _constructed(self, name: str, call: cst.Call, value: AbstractValue, state: State) -> None:
+        """`runner = Runner(args, model, device)`: the attributes `__init__` sets straight
+        from its parameters (`self.model = model`, on every path) are what the call
+        passed, as `runner.model`, for the code after it and the methods it calls."""
+        cls = self.model.classes.get(value.instance_of)
+        init = self.model.method(cls, "__init__") if cls is not None else None
+        if init is None or any(arg.star for arg in call.args) or type(init.body) is not cst.IndentedBlock:
+            return
+        params = [*init.params.posonly_params, *init.params.params]
+        if not params:
+            return
+        self_name = params[0].name.value
+        names = self.model.parameter_names(init, True)
+        passed: dict[str, AbstractValue] = {}
+        for index, arg in enumerate(call.args):
+            key = arg.keyword.value if arg.keyword is not None else (names[index] if index < len(names) else None)
+            if key in names:
+                passed[key] = self.result.values.get(id(arg.value), UNKNOWN)
+        mentions: dict[str, int] = {}  # `self.model.cpu()` or a second assignment: not as passed
+        for node in self.model.ctx.tree.walk(init.body):
+            if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == self_name:
+                mentions[node.attr.value] = mentions.get(node.attr.value, 0) + 1
+        for line in init.body.body:
+            if type(line) is not cst.SimpleStatementLine:
+                continue
+            for small in line.body:
+                if type(small) is not cst.Assign or len(small.targets) != 1 or type(small.value) is not cst.Name:
+                    continue
+                target = small.targets[0].target
+                if type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value == self_name:
+                    given = passed.get(small.value.value)
+                    if given is not None and matters(given) and mentions.get(target.attr.value) == 1:
+                        state.set(f"{name}.{target.attr.value}", given)
 
     def moved_in_place(self, target: cst.BaseExpression) -> None:
         """`target` was moved by `Module.to` in place: a parameter's caller sees it moved."""
