@@ -81,7 +81,7 @@ class TorchCalls:
             if method is not None:
                 result = self._call_function(node, method, args, state, bound=True, receiver=func.value)
             elif receiver.kind is Kind.UNKNOWN and not receiver.device.known:
-                result = self._kind_by_method_name(node, func.attr.value)
+                result = self._kind_by_method_name(node, func.attr.value, state, func.value)
             if result is None:
                 result = self._method_call(node, func.attr.value, receiver, func.value, args, state)
         else:
@@ -126,11 +126,15 @@ class TorchCalls:
     def _is_self(self, expr: cst.BaseExpression) -> bool:
         return type(expr) is cst.Name and expr.value == self.self_name
 
-    def _kind_by_method_name(self, node: cst.Call, name: str) -> AbstractValue | None:
+    def _kind_by_method_name(self, node: cst.Call, name: str, state: State,
+                             receiver: cst.BaseExpression) -> AbstractValue | None:  # fmt: skip
         """`sampler.sample(n)` on an object handed in, where one class of the file alone
         defines `sample`: what kind of value it returns (`t, w = ...` are tensors), not
-        where (the object may be another's)."""
+        where (the object may be another's). The call is recorded for the method's call
+        context, which takes it only where the caller's context shows an instance."""
         method = self.model.only_method_named(name)
+        if method is not None:
+            self.result.calls.append(CallRecord(method, node, state.mark(), True, receiver, by_name=True))
         summary = self.model.summary_of(method) if method is not None else None
         if summary is None or summary.returns is None:
             return None

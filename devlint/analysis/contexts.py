@@ -35,6 +35,7 @@ class CallRecord:
     mark: Mark  # the caller's names just before the call
     bound: bool  # a method call: `self.m(...)`, `net.m(...)`
     receiver: cst.BaseExpression | None = None
+    by_name: bool = False  # resolved by the method's name alone (`model.sample(x)`, `model` handed in)
 
 
 @dataclass
@@ -138,8 +139,17 @@ class CallContexts:
         """What one call passes: its arguments (each parameter no argument fills takes
         its default), and the names its caller rebound before it."""
         result = self.scope(caller, []) if caller is not None else self.module_scope()
-        caller_names = self.ctx.bindings_of(caller) if caller is not None else None
         names = self.parameter_names(function, record.bound)
+        if record.by_name:
+            # the call reaches this method only if the receiver is an instance of its class
+            cls = self.class_of.get(id(function))
+            seen = result.values.get(id(record.receiver), UNKNOWN) if record.receiver is not None else UNKNOWN
+            if cls is None or seen.instance_of != cls.name.value:
+                params = {param.name.value: UNKNOWN for param in call_parameters(function, record.bound)}
+                if own_self is not None and function.name.value not in _ENTRY_POINTS:
+                    params[own_self] = UNKNOWN
+                return CallContext(params, {})
+        caller_names = self.ctx.bindings_of(caller) if caller is not None else None
         values: dict[str, AbstractValue] = {}
         rename: dict[str, str] = {}
         starred = False

@@ -646,7 +646,8 @@ class ScopeEvaluator(TorchCalls):
         if attr:
             if head == self.self_name and not self.phase1 and self.cls is not None and "." not in attr:
                 self.result.reads.add(key)
-                return self.model.summary(self.cls).get(attr, UNKNOWN)
+                value = self.model.summary(self.cls).get(attr, UNKNOWN)
+                return self._owned_where_self_is(attr, value)
             return UNKNOWN
         if key in self.params:
             return self.params[key]
@@ -656,6 +657,19 @@ class ScopeEvaluator(TorchCalls):
             return UNKNOWN
         self.result.reads.add(key)
         return self.model.global_value(key)
+
+    def _owned_where_self_is(self, attr: str, value: AbstractValue) -> AbstractValue:
+        """A module's parameters, buffers and submodules are where the module is: known
+        in a method the file calls on a moved model (`model.sample(x)`)."""
+        own = self.params.get(self.self_name) if self.self_name is not None else None
+        if own is None or not own.is_module or not own.device.known or value.device.known:
+            return value
+        if value.is_parameter or (value.is_module and value.holds_params):
+            owned = True
+        else:
+            registered = self.model.registered_names(self.cls)
+            owned = registered is not None and attr in registered and value.kind is Kind.TENSOR
+        return replace(value, device=own.device, origin=own.origin, source=own.source, how=own.how) if owned else value
 
     def lookup(self, key: str, state: State) -> AbstractValue:
         value = state.env.get(key)
