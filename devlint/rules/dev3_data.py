@@ -250,6 +250,8 @@ class AcceleratorTensorInDataset(Rule):
     `torch` call, where `d` is an accelerator literal, a module-level device binding
     that names the accelerator, or a `self.<attr>` the class assigned from one. A
     device the dataset was handed (a parameter) may be the CPU and is not reported.
+    The same holds of a module-level function passed as `collate_fn=` to a
+    `DataLoader` whose `num_workers` is given and not 0: it runs in the workers too.
 
     ## Why is this bad?
     With `num_workers > 0` the `DataLoader` workers are forked processes, which cannot
@@ -283,11 +285,15 @@ class AcceleratorTensorInDataset(Rule):
         self._datasets: dict[int, bool] = {}
         self._classes: dict[str, cst.ClassDef] | None = None  # the file's classes by name
         self._accelerator_names: frozenset[str] | None = None
+        self._collators: frozenset[str] | None = None  # functions collating for loaders with workers
 
     def visit_Call(self, node: cst.Call) -> None:
         method = self._dataset_method()
         if method is None:
-            return
+            collate = self._collate_function()
+            if collate is None:
+                return
+            method = None, collate
         cls, function = method
         func = node.func
         if type(func) is cst.Attribute and self.ctx.qualify(func) is None:
@@ -306,6 +312,15 @@ class AcceleratorTensorInDataset(Rule):
                 self._report(node, function, f"`device={self.source_of(target.value)}`")
 
     def _report(self, node: cst.Call, function: cst.FunctionDef, what: str) -> None:
+        if function.name.value in self._collate_functions():
+            self.report(
+                node,
+                f"{what} in `{function.name.value}`, which collates batches in DataLoader worker processes, puts "
+                "them on the accelerator: the workers cannot use CUDA (`Cannot re-initialize CUDA in forked "
+                "subprocess`); collate CPU tensors and move each batch in the training loop (`pin_memory=True`, "
+                "`.to(device, non_blocking=True)`)",
+            )
+            return
         self.report(
             node,
             f"{what} in `{function.name.value}` puts dataset tensors on the accelerator: DataLoader workers cannot "
@@ -327,6 +342,45 @@ class AcceleratorTensorInDataset(Rule):
                 return None  # a method of the class itself, not of a class or function inside it
             return cls, function
         return None
+
+    def _collate_function(self) -> cst.FunctionDef | None:
+        """The module-level function around the current node, where a DataLoader with
+        worker processes collates with it."""
+        names = self._collate_functions()
+        if not names:
+            return None
+        ancestors = self.ctx.ancestors
+        if len(ancestors) < 2 or type(ancestors[1]) is not cst.FunctionDef:
+            return None
+        function = ancestors[1]
+        return function if function.name.value in names else None
+
+    def _collate_functions(self) -> frozenset[str]:
+        """Module-level functions passed as `collate_fn=` to a DataLoader whose
+        `num_workers` is given and is not 0."""
+        if self._collators is None:
+            names = set()
+            functions = {n.name.value for n in self.ctx.module.body if type(n) is cst.FunctionDef}
+            if functions:
+                for node in self.ctx.tree.nodes:
+                    if type(node) is not cst.Call or not self._names_loader(node.func):
+                        continue
+                    collate, workers = keyword_arg(node, "collate_fn"), keyword_arg(node, "num_workers")
+                    if collate is None or workers is None or type(collate.value) is not cst.Name:
+                        continue
+                    if type(workers.value) is cst.Integer and workers.value.evaluated_value == 0:
+                        continue
+                    if collate.value.value in functions:
+                        names.add(collate.value.value)
+            self._collators = frozenset(names)
+        return self._collators
+
+    def _names_loader(self, func: cst.BaseExpression) -> bool:
+        """Is `func` the DataLoader? Asked away from where the walk stands, so through the
+        import table, not `ctx.qualify`, whose answers depend on the current scope."""
+        if type(func) is not cst.Name and type(func) is not cst.Attribute:
+            return False
+        return self.ctx.imports.qualify(func, frozenset()) in device_tables.DATALOADERS
 
     def _is_dataset(self, cls: cst.ClassDef, seen: frozenset[int] = frozenset()) -> bool:
         known = self._datasets.get(id(cls))
@@ -352,7 +406,7 @@ class AcceleratorTensorInDataset(Rule):
         self._datasets[id(cls)] = answer
         return answer
 
-    def _is_accelerator(self, node: cst.BaseExpression, cls: cst.ClassDef, function: cst.FunctionDef) -> bool:
+    def _is_accelerator(self, node: cst.BaseExpression, cls: cst.ClassDef | None, function: cst.FunctionDef) -> bool:
         """Does `node` surely name an accelerator (where there is one)? Parameters and
         unknown attributes may be the CPU."""
         if _names_accelerator_literal(self.ctx, node):
@@ -362,7 +416,7 @@ class AcceleratorTensorInDataset(Rule):
                 return False
             return node.value in self._module_accelerator_names()
         if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == "self":
-            return self._attribute_names_accelerator(cls, node.attr.value)
+            return cls is not None and self._attribute_names_accelerator(cls, node.attr.value)
         return False
 
     def _attribute_names_accelerator(self, cls: cst.ClassDef, attribute: str) -> bool:
