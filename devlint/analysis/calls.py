@@ -260,6 +260,15 @@ class TorchCalls:
         layer = module.layer
         torch_layer = layer.startswith("torch.nn.") and layer not in T.MIXED_INPUT_LAYERS
         tensors = self._call_operands(node, args, keywords=torch_layer or module.stateless, packed=torch_layer)
+        if not torch_layer and node.args and node.args[0].keyword is None and not node.args[0].star:
+            first = node.args[0].value
+            if type(first) in (cst.Tuple, cst.List):  # `model([ids, lengths, mask])`: the inputs, packed
+                packed = [
+                    Operand(e.value, self.result.values.get(id(e.value), UNKNOWN))
+                    for e in first.elements
+                    if type(e) is not cst.StarredElement
+                ]
+                tensors = [o for o in packed if o.value.tensor_like] + tensors
         if layer == T.MOVES_INPUTS:
             tensors = [o for o in tensors if not o.value.device.is_cpu]  # it moves CPU inputs itself
         maybe = module.maybe_accel or any(o.value.maybe_accel for o in tensors)

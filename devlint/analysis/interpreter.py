@@ -889,6 +889,12 @@ class ScopeEvaluator(TorchCalls):
                                  receiver.how, is_parameter=True)  # fmt: skip
         if receiver.kind is Kind.DEVICE and attr in ("type", "index"):
             return OTHER
+        if receiver.instance_of and receiver.kind is Kind.OTHER and key is not None:
+            # `config.device` of a `Config()` of the file, whose methods set it to a device
+            cls = self.model.classes.get(receiver.instance_of)
+            value = self.model.summary(cls).get(attr) if cls is not None else None
+            if value is not None and value.kind is Kind.DEVICE and value.device.known:
+                return replace(value, device=accel(key)) if value.device.is_accel else value
         if attr == "device" and receiver.kind is Kind.UNKNOWN:
             if receiver.device.known:
                 return AbstractValue(Kind.DEVICE, receiver.device, origin=receiver.origin)
