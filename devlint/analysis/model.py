@@ -397,7 +397,7 @@ class FileModel(RelevanceGate, CallContexts):
         for child in self.ctx.tree.walk(node) if not answer else ():
             if type(child) is cst.Call:
                 qualified = self.qualify(child.func, frozenset()) or ""
-                if qualified in T.PARAMETER_LAYERS or qualified == "torch.nn.Parameter":
+                if qualified in T.PARAMETER_LAYERS or qualified in T.PARAMETER_CLASSES:
                     answer = True
                 elif qualified in T.OPTIONAL_STATE_LAYERS:
                     answer = any(is_true_arg(keyword_arg(child, k)) for k in T.OPTIONAL_STATE_LAYERS[qualified])
@@ -411,12 +411,25 @@ class FileModel(RelevanceGate, CallContexts):
                     name = dotted_name(child.func)
                     local = self.classes.get(name) if name else None
                     answer = local is not None and local is not node and self.holds_params(local)
+                    helper = self.functions.get(name) if name is not None and not answer else None
+                    if helper is not None:
+                        answer = self._builds_parameters(helper)
                 if answer:
                     break
         if not answer:
             answer = any(self.holds_params(b) for b in self.local_bases(node))
         self._holds_params[id(node)] = answer
         return answer
+
+    def _builds_parameters(self, function: cst.FunctionDef) -> bool:
+        """Does a module-level helper build a parameter or a layer with parameters
+        (`def sobel_kernel(axis): return nn.Parameter(...)`)?"""
+        for child in self.ctx.tree.walk(function.body):
+            if type(child) is cst.Call:
+                qualified = self.qualify(child.func, frozenset()) or ""
+                if qualified in T.PARAMETER_LAYERS or qualified in T.PARAMETER_CLASSES:
+                    return True
+        return False
 
     def places_itself(self, node: cst.ClassDef, _seen: frozenset = frozenset()) -> bool:
         """Does the class move itself or build its layers on a chosen device
