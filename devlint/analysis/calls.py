@@ -381,7 +381,7 @@ class TorchCalls:
             layer = self._layer(owner, short, node, args, state)
             data = args[0] if args and node.args[0].keyword is None else UNKNOWN
             return replace(layer, device=data.device if data.tensor_like else UNKNOWN_DEVICE)
-        if any(qualified.startswith(p) for p in T.MODEL_FACTORIES):
+        if any(qualified.startswith(p) for p in T.MODEL_FACTORIES) or T.is_pretrained_model(qualified):
             device = UNKNOWN_DEVICE if keyword_arg(node, "device_map") or keyword_arg(node, "device") else state.default
             return AbstractValue(
                 Kind.MODULE, device, None, node, Source.CONSTRUCTION, f"{short}(...)", holds_params=True

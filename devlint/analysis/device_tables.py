@@ -336,6 +336,18 @@ DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.datalo
 MODEL_FACTORIES = ("torchvision.models.", "timm.create_model", "transformers.AutoModel")
 MODEL_CLASS_PACKAGES = ("torchvision.models.",)
 
+
+def is_pretrained_model(qualified: str) -> bool:
+    """`transformers.BertModel.from_pretrained`, `transformers.T5ForConditionalGeneration
+    .from_pretrained`: a Hugging Face model class loading weights (not a tokenizer,
+    configuration or processor, whose names say so)."""
+    if not qualified.startswith("transformers.") or not qualified.endswith(".from_pretrained"):
+        return False
+    name = qualified[len("transformers.") : -len(".from_pretrained")].rsplit(".", 1)[-1]
+    if any(part in name for part in ("Tokenizer", "Config", "Processor", "FeatureExtractor")):
+        return False
+    return "Model" in name or "For" in name
+
 # Optimizer classes: torch.optim.<Upper>, not the schedulers below it.
 OPTIMIZER_NAMESPACE = "torch.optim."
 

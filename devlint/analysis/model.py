@@ -401,7 +401,7 @@ class FileModel(RelevanceGate, CallContexts):
                     answer = True
                 elif qualified in T.OPTIONAL_STATE_LAYERS:
                     answer = any(is_true_arg(keyword_arg(child, k)) for k in T.OPTIONAL_STATE_LAYERS[qualified])
-                elif qualified.startswith(T.MODEL_FACTORIES):
+                elif qualified.startswith(T.MODEL_FACTORIES) or T.is_pretrained_model(qualified):
                     answer = True
                 elif type(child.func) is cst.Attribute and child.func.attr.value in (
                     "register_buffer", "register_parameter",
