@@ -348,6 +348,7 @@ def is_pretrained_model(qualified: str) -> bool:
         return False
     return "Model" in name or "For" in name
 
+
 # Optimizer classes: torch.optim.<Upper>, not the schedulers below it.
 OPTIMIZER_NAMESPACE = "torch.optim."
 
