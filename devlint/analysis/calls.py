@@ -146,6 +146,8 @@ class TorchCalls:
         return self.model.method(cls, name) if cls is not None else None
 
     def _plain_call(self, node: cst.Call, func, callee: AbstractValue, args, state: State) -> AbstractValue:
+        if callee.transform:
+            return self._transformed(node, callee, args)
         if callee.instance_of:
             # an instance of a class of the file called: its `__call__`, or a module's
             # `forward` (whose call a module call decides; its parameters learn the arguments)
@@ -341,6 +343,8 @@ class TorchCalls:
             return AbstractValue(Kind.TENSOR, accel('"cuda"'), None, node, Source.FACTORY, f"{short}(...)")
         if qualified in T.CPU_SOURCES:
             return AbstractValue(Kind.TENSOR, CPU, None, node, Source.NUMPY, f"{short}(...)")
+        if qualified.startswith("torchvision.transforms.") and qualified.rsplit(".", 1)[-1][:1].isupper():
+            return self._transform(qualified, node)
         if qualified == "torch.accelerator.current_accelerator":
             return AbstractValue(Kind.DEVICE, accel(short + "()"), source=Source.LITERAL)
         if qualified == "torch.device":
@@ -391,6 +395,31 @@ class TorchCalls:
         if qualified.startswith(T.OP_NAMESPACES) and last[:1].islower():
             return self._torch_op(qualified, node, args)
         return UNKNOWN
+
+    def _transform(self, qualified: str, node: cst.Call) -> AbstractValue:
+        """A torchvision transform: `ToTensor()` (or a `Compose` with one) makes a CPU
+        tensor of a picture; the others keep their input's device."""
+        last = qualified.rsplit(".", 1)[-1]
+        if last == "Lambda":
+            return OTHER  # it may move what it is given
+        makes = last in T.TENSOR_MAKING_TRANSFORMS
+        if last == "Compose":
+            if not node.args or type(node.args[0].value) not in (cst.List, cst.Tuple):
+                return OTHER
+            for element in node.args[0].value.elements:
+                found = self.result.values.get(id(element.value), UNKNOWN)
+                if not found.transform:
+                    return OTHER  # a step of its own (`Lambda`, a custom class) may move the tensor
+                makes = makes or found.transform == "cpu"
+        return AbstractValue(Kind.OTHER, transform="cpu" if makes else "keep")
+
+    def _transformed(self, node: cst.Call, transform: AbstractValue, args: list[AbstractValue]) -> AbstractValue:
+        """What a torchvision transform returns: a new CPU tensor, or its input where it was."""
+        if transform.transform == "cpu":
+            code = code_of_name(node.func, self.model.ctx.module)
+            return AbstractValue(Kind.TENSOR, CPU, False, node, Source.FACTORY, f"{code}(...)")
+        first = args[0] if args and node.args[0].keyword is None else UNKNOWN
+        return replace(first, kind=Kind.TENSOR, is_parameter=False) if first.tensor_like else UNKNOWN
 
     def _layer(self, qualified: str, short: str, node: cst.Call, args, state: State) -> AbstractValue:
         """A torch.nn module built here: on the default device unless told otherwise, and
@@ -578,6 +607,10 @@ class TorchCalls:
                     if outer.kind in (Kind.OTHER, Kind.UNKNOWN) and not outer.device.known:
                         self.bind(receiver_expr.value, replace(outer, holds_accel=True), state)
             return OTHER
+        if name == "type" and kind is Kind.UNKNOWN and node.args and not receiver.device.known:
+            qualified = self.qualified(node.args[0].value) or ""
+            if qualified in T.LEGACY_CUDA_TYPES or (qualified in T.LEGACY_CPU_TYPES and qualified != "torch.Tensor"):
+                return self._tensor_method(node, name, receiver, receiver_expr, args)  # only a tensor takes one
         if kind is Kind.TENSOR or (
             kind is Kind.UNKNOWN
             and ((receiver.device.known or receiver.maybe_accel) and name in T.TENSOR_METHODS
@@ -667,6 +700,13 @@ class TorchCalls:
                        args: list[AbstractValue]) -> AbstractValue:  # fmt: skip
         if name in T.NON_TENSOR_METHODS:
             if name == "type" and node.args:
+                # `.type(torch.FloatTensor)` copies to the CPU, `.type(torch.cuda.FloatTensor)` to CUDA
+                qualified = self.qualified(node.args[0].value) or ""
+                short = f".type({code_of_name(node.args[0].value, self.model.ctx.module)})"
+                if qualified in T.LEGACY_CPU_TYPES and qualified != "torch.Tensor":
+                    return AbstractValue(Kind.TENSOR, CPU, receiver.zero_dim, node, Source.FACTORY, short)
+                if qualified in T.LEGACY_CUDA_TYPES:
+                    return AbstractValue(Kind.TENSOR, accel('"cuda"'), receiver.zero_dim, node, Source.FACTORY, short)
                 return AbstractValue(Kind.TENSOR)
             return OTHER
         if name == "type_as":

@@ -65,6 +65,8 @@ LEGACY_CUDA_TYPES = frozenset(
 )
 
 CPU_SOURCES = frozenset({"torch.from_numpy", "torch.frombuffer"})
+# torchvision transforms that make a (CPU) tensor of a picture or array
+TENSOR_MAKING_TRANSFORMS = frozenset({"ToTensor", "PILToTensor", "ToImage", "ToImageTensor"})
 
 DTYPES = frozenset(
     f"torch.{name}"

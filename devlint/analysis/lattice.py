@@ -136,6 +136,8 @@ class AbstractValue:
     item: bool = False  # an item unpacked from an output of unknown shape (not unpacked again)
     # a list built empty here: the join of what was appended to it (NO_ITEMS: nothing yet)
     items: AbstractValue | None = None
+    # a torchvision transform: "cpu" (it makes a tensor, `ToTensor()`), "keep" (the input's device)
+    transform: str = ""
 
     @property
     def is_tensor(self) -> bool:
@@ -192,6 +194,7 @@ class AbstractValue:
             elements=_join_elements(self.elements, other.elements),
             instance_of=self.instance_of if self.instance_of == other.instance_of else "",
             items=join_items(self.items, other.items),
+            transform=self.transform if self.transform == other.transform else "",
         )
 
     def join_guarded(self, other: AbstractValue) -> AbstractValue:
