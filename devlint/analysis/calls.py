@@ -241,6 +241,14 @@ class TorchCalls:
         if summary.yields is not None:
             self.generated[id(node)] = self.model.at_call(function, summary.yields, values, bound)
             return OTHER  # a generator
+        if bound and receiver is not None and self._is_self(receiver) and not self.phase1:
+            # `self.get_mask()` in a method of a moved model: its mask is where the model is
+            own = self.params.get(self.self_name)
+            unknown = summary.returns is None or not summary.returns.device.known
+            if unknown and own is not None and own.is_module and own.device.known:
+                returned = self.model.returns_with_self(function, own, values)
+                if returned is not None:
+                    return self.model.at_call(function, returned, values, bound)
         if summary.returns is None:
             return None
         return self.model.at_call(function, summary.returns, values, bound)

@@ -24,7 +24,7 @@ from devlint.analysis.tree import (
 from devlint.analysis.calls import is_true_arg
 from devlint.analysis.context import FileContext
 from devlint.analysis.guards import Implication
-from devlint.analysis.contexts import CallContexts
+from devlint.analysis.contexts import CallContext, CallContexts, matters
 from devlint.analysis.interpreter import ScopeEvaluator, ScopeResult, State, evident_modules
 from devlint.analysis.relevance import RelevanceGate, _self_attributes_assigned
 
@@ -70,6 +70,7 @@ class FileModel(RelevanceGate, CallContexts):
         self._module_now: State | None = None  # the module body's names at the call it is making
         self._early_scopes: dict[tuple[int, int, int], ScopeResult] = {}
         self._running: set[int] = set()  # scopes being interpreted (a call back into one is unknown)
+        self._per_call = 0  # how deep `returns_with_self` interpretations are nested
         self._calls: dict[int, list] | None = None  # see CallContexts.calls_of
         self._contexts: dict[int, object] = {}
         self._contexts_running: set[int] = set()
@@ -246,6 +247,29 @@ class FileModel(RelevanceGate, CallContexts):
         if function.asynchronous is not None:
             return None
         return self.generic_scope(function, [])
+
+    def returns_with_self(self, function: cst.FunctionDef, own: AbstractValue,
+                          arguments: dict[str, AbstractValue]) -> AbstractValue | None:  # fmt: skip
+        """What `self.m(...)` returns where the calling method runs with `self` on a known
+        device (a method called on a moved model): `m` interpreted for this one call, with
+        that `self` and these arguments. None where that cannot be asked (a call back into a
+        running scope, a decorator that may change the result, the time budget spent)."""
+        if id(function) in self._running or self.out_of_time() or self._per_call > 1:
+            return None
+        if not decorator_names(function) <= _TRANSPARENT_DECORATORS or function.asynchronous is not None:
+            return None
+        params = [*function.params.posonly_params, *function.params.params]
+        if not params:
+            return None
+        passed = {name: value for name, value in arguments.items() if matters(value)}
+        passed[params[0].name.value] = own
+        self._running.add(id(function))
+        self._per_call += 1
+        try:
+            return ScopeEvaluator(self, function, [], context=CallContext(passed, {})).run().returns
+        finally:
+            self._per_call -= 1
+            self._running.discard(id(function))
 
     def summary_at(self, function: cst.FunctionDef, module_names: State | None) -> ScopeResult | None:
         """`summary_of`, for a call the module body makes (`module_names`: its names at
