@@ -53,6 +53,9 @@ class TorchCalls:
         args = [self.eval(arg.value, state) for arg in node.args]
         if any(value.items is not None for value in args):
             self._lists_handed_over(node, qualified, args, state)
+        for arg, value in zip(node.args, args):
+            if value.instance_of and type(arg.value) is cst.Name:
+                state.forget_attributes(arg.value.value)  # `to_host(runner)` may replace `runner.model`
         if qualified is not None:
             if qualified.startswith("numpy."):
                 return OTHER  # NumPy gives arrays and numbers in host memory, never a tensor
@@ -121,7 +124,9 @@ class TorchCalls:
     def _moved_elsewhere(self, expr: cst.BaseExpression, value: AbstractValue, state: State) -> None:
         """A model that code beyond this scope may have moved in place: where is unknown."""
         if value.is_module and dotted_name(expr) is not None:
-            self.bind(expr, replace(value, device=UNKNOWN_DEVICE, origin=None, how=""), state)
+            elsewhere = replace(value, device=UNKNOWN_DEVICE, origin=None, how="")
+            self.bind(expr, elsewhere, state)
+            self.move_aliases(dotted_name(expr), value, elsewhere, state)
 
     def _is_self(self, expr: cst.BaseExpression) -> bool:
         return type(expr) is cst.Name and expr.value == self.self_name
@@ -246,12 +251,22 @@ class TorchCalls:
             own = self.params.get(self.self_name)
             unknown = summary.returns is None or not summary.returns.device.known
             if unknown and own is not None and own.is_module and own.device.known:
-                returned = self.model.returns_with_self(function, own, values)
+                returned = self.model.returns_with_self(function, own, values, self._self_attributes(state))
                 if returned is not None:
                     return self.model.at_call(function, returned, values, bound)
         if summary.returns is None:
             return None
         return self.model.at_call(function, summary.returns, values, bound)
+
+    def _self_attributes(self, state: State) -> dict[str, AbstractValue]:
+        """`self.<attr>` (by attr) as this method knows it here: bound on its path, or
+        passed by its callers."""
+        prefix = f"{self.self_name}."
+        known = {}
+        if self.context is not None:
+            known.update((k[len(prefix) :], v) for k, v in self.context.names.items() if k.startswith(prefix))
+        known.update((k[len(prefix) :], state.env[k]) for k in state.dotted if k.startswith(prefix) and k in state.env)
+        return {attr: value for attr, value in known.items() if "." not in attr}
 
     def _module_call(self, node: cst.Call, module: AbstractValue, args: list[AbstractValue]) -> AbstractValue:
         """A module called with tensors (see `_module_output`), and the shape of what a
@@ -394,7 +409,11 @@ class TorchCalls:
             data = args[0] if args and node.args[0].keyword is None else UNKNOWN
             return replace(layer, device=data.device if data.tensor_like else UNKNOWN_DEVICE)
         if any(qualified.startswith(p) for p in T.MODEL_FACTORIES) or T.is_pretrained_model(qualified):
-            device = UNKNOWN_DEVICE if keyword_arg(node, "device_map") or keyword_arg(node, "device") else state.default
+            placing = ("device_map", "device", "quantization_config", "load_in_8bit", "load_in_4bit")
+            placed = any(keyword_arg(node, keyword) is not None for keyword in placing) or any(
+                arg.star == "**" for arg in node.args
+            )
+            device = UNKNOWN_DEVICE if placed else state.default  # quantised models are placed, and cannot move
             return AbstractValue(
                 Kind.MODULE, device, None, node, Source.CONSTRUCTION, f"{short}(...)", holds_params=True
             )
@@ -408,8 +427,8 @@ class TorchCalls:
         """A torchvision transform: `ToTensor()` (or a `Compose` with one) makes a CPU
         tensor of a picture; the others keep their input's device."""
         last = qualified.rsplit(".", 1)[-1]
-        if last == "Lambda":
-            return OTHER  # it may move what it is given
+        if last == "Lambda" or "PIL" in last:
+            return OTHER  # it may move what it is given; `ToPILImage()` makes a picture
         makes = last in T.TENSOR_MAKING_TRANSFORMS
         if last == "Compose":
             if not node.args or type(node.args[0].value) not in (cst.List, cst.Tuple):
@@ -423,10 +442,11 @@ class TorchCalls:
 
     def _transformed(self, node: cst.Call, transform: AbstractValue, args: list[AbstractValue]) -> AbstractValue:
         """What a torchvision transform returns: a new CPU tensor, or its input where it was."""
-        if transform.transform == "cpu":
+        first = args[0] if args and node.args[0].keyword is None else UNKNOWN
+        if transform.transform == "cpu" and not first.tensor_like:
+            # of a picture or an array; a tensor given to `v2.ToImage()` stays where it is
             code = code_of_name(node.func, self.model.ctx.module)
             return AbstractValue(Kind.TENSOR, CPU, False, node, Source.FACTORY, f"{code}(...)")
-        first = args[0] if args and node.args[0].keyword is None else UNKNOWN
         return replace(first, kind=Kind.TENSOR, is_parameter=False) if first.tensor_like else UNKNOWN
 
     def _layer(self, qualified: str, short: str, node: cst.Call, args, state: State) -> AbstractValue:
@@ -618,7 +638,9 @@ class TorchCalls:
         if name == "type" and kind is Kind.UNKNOWN and node.args and not receiver.device.known:
             qualified = self.qualified(node.args[0].value) or ""
             if qualified in T.LEGACY_CUDA_TYPES or (qualified in T.LEGACY_CPU_TYPES and qualified != "torch.Tensor"):
-                return self._tensor_method(node, name, receiver, receiver_expr, args)  # only a tensor takes one
+                # a tensor, or a module (whose parameters go there too): the device, not the kind
+                converted = self._tensor_method(node, name, receiver, receiver_expr, args)
+                return replace(converted, kind=Kind.UNKNOWN)
         if kind is Kind.TENSOR or (
             kind is Kind.UNKNOWN
             and ((receiver.device.known or receiver.maybe_accel) and name in T.TENSOR_METHODS
@@ -673,6 +695,7 @@ class TorchCalls:
             if dotted_name(owner) is not None:  # Module.to / .cuda / .cpu move in place
                 self.bind(owner, moved, state)
                 self.moved_in_place(owner)
+                self.move_aliases(dotted_name(owner), receiver, moved, state)
         if not target.known:
             moved = replace(moved, origin=None, source=Source.NONE, how="")
         return moved

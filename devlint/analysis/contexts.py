@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from devlint.analysis.lattice import UNKNOWN, AbstractValue, Kind, accel
-from devlint.analysis.tree import call_parameters, dotted_name
+from devlint.analysis.tree import call_parameters, decorator_names, dotted_name
 
 if TYPE_CHECKING:
     from devlint.analysis.interpreter import Mark, ScopeResult
@@ -221,5 +221,8 @@ _ENTRY_POINTS = frozenset({"forward", "__call__"})
 
 
 def _self_name(function: cst.FunctionDef) -> str | None:
+    """A method's `self` (none for a static or class method)."""
+    if decorator_names(function) & {"staticmethod", "classmethod"}:
+        return None
     params = [*function.params.posonly_params, *function.params.params]
     return params[0].name.value if params else None

@@ -18,6 +18,7 @@ from devlint.analysis import device_tables as T
 from devlint.analysis.lattice import (
     CPU,
     EMPTY_LIST,
+    NO_ITEMS,
     OTHER,
     UNKNOWN,
     UNKNOWN_DEVICE,
@@ -402,13 +403,21 @@ class ScopeEvaluator(TorchCalls):
             call = node.value
             if type(call) is cst.Call and type(call.func) is cst.Attribute and call.func.attr.value in T.MOVE_METHODS:
                 receiver = call.func.value
-                if type(receiver) is cst.Name and self.result.values.get(id(receiver), UNKNOWN).kind is Kind.UNKNOWN:
-                    # `model.to(device)` alone on a line moves a module in place (on a tensor it
-                    # does nothing, which is DEV202's): it is not known to be where it was
+                key = dotted_name(receiver)
+                if key is not None and self.result.values.get(id(receiver), UNKNOWN).kind is Kind.UNKNOWN:
+                    # `model.to(device)` (or `model.table.cpu()`) alone on a line moves a module
+                    # in place (on a tensor it does nothing, which is DEV202's): it is not known
+                    # to be where it was
+                    old = self.result.values.get(id(receiver), UNKNOWN)
                     self.bind(receiver, replace(value, kind=Kind.UNKNOWN), state)
                     self.moved_in_place(receiver)
+                    self.move_aliases(key, old, replace(value, kind=Kind.UNKNOWN), state)
         elif type(node) is cst.Assign:
             value = self.eval(node.value, state)
+            if value.items is not None and type(node.value) is cst.Name:
+                # `store = logits`: one list under two names, filled through either
+                value = replace(value, items=None)
+                self.bind(node.value, value, state)
             for target in node.targets:
                 self.bind(target.target, value, state, node.value)
             if value.instance_of and type(node.value) is cst.Call and type(node.targets[-1].target) is cst.Name:
@@ -647,6 +656,9 @@ class ScopeEvaluator(TorchCalls):
             if head == self.self_name and not self.phase1 and self.cls is not None and "." not in attr:
                 self.result.reads.add(key)
                 value = self.model.summary(self.cls).get(attr, UNKNOWN)
+                if value.device.known and self.model.set_from_outside(attr):
+                    # `model.device = device` after construction: not what the class set
+                    return replace(value, device=UNKNOWN_DEVICE, origin=None, how="", maybe_accel=False)
                 return self._owned_where_self_is(attr, value)
             return UNKNOWN
         if key in self.params:
@@ -664,6 +676,9 @@ class ScopeEvaluator(TorchCalls):
         own = self.params.get(self.self_name) if self.self_name is not None else None
         if own is None or not own.is_module or not own.device.known or value.device.known:
             return value
+        changed = self.model.changed_after_init(self.cls)
+        if changed is None or attr in changed:
+            return value  # a method moves it elsewhere (`self.encoder.to("cpu")`) or replaces it
         if value.is_parameter or (value.is_module and value.holds_params):
             owned = True
         else:
@@ -694,9 +709,13 @@ class ScopeEvaluator(TorchCalls):
                 self.bind(element.value, item, state)
             return
         if type(target) is cst.Subscript:
-            self.eval(target.value, state)
+            container = self.eval(target.value, state)
             for element in target.slice:
                 self._eval_slice(element, state)
+            if container.items is not None and type(target.value) is cst.Name:
+                # `outputs[0] = out.cpu()`: a list built empty here holds that too
+                held = value if container.items is NO_ITEMS else container.items.join(value)
+                self.bind(target.value, replace(container, items=held), state)
             return
         key = _key(target)
         if key is None:
@@ -728,15 +747,28 @@ class ScopeEvaluator(TorchCalls):
             return
         self_name = params[0].name.value
         names = self.model.parameter_names(init, True)
+        positional = len(params) - 1  # `__init__(self, *models, device=None)`: no keyword-only by position
         passed: dict[str, AbstractValue] = {}
         for index, arg in enumerate(call.args):
-            key = arg.keyword.value if arg.keyword is not None else (names[index] if index < len(names) else None)
+            if arg.keyword is None and index >= positional:
+                continue
+            key = arg.keyword.value if arg.keyword is not None else names[index]
             if key in names:
                 passed[key] = self.result.values.get(id(arg.value), UNKNOWN)
-        mentions: dict[str, int] = {}  # `self.model.cpu()` or a second assignment: not as passed
+        changed = self.model.changed_after_init(cls)
+        if changed is None:
+            return
+        # `self.model.cpu()`, a second assignment, or `model.to(device)` on the parameter
+        # itself in `__init__`: not as passed
+        mentions: dict[str, int] = {}
         for node in self.model.ctx.tree.walk(init.body):
-            if type(node) is cst.Attribute and type(node.value) is cst.Name and node.value.value == self_name:
-                mentions[node.attr.value] = mentions.get(node.attr.value, 0) + 1
+            if type(node) is cst.Attribute:
+                if type(node.value) is cst.Name and node.value.value == self_name:
+                    mentions[node.attr.value] = mentions.get(node.attr.value, 0) + 1
+                if node.attr.value in passed:  # the `model` of `self.model` is no mention of `model`
+                    mentions["(" + node.attr.value] = mentions.get("(" + node.attr.value, 0) - 1
+            elif type(node) is cst.Name and node.value in passed:
+                mentions["(" + node.value] = mentions.get("(" + node.value, 0) + 1
         for line in init.body.body:
             if type(line) is not cst.SimpleStatementLine:
                 continue
@@ -746,8 +778,19 @@ class ScopeEvaluator(TorchCalls):
                 target = small.targets[0].target
                 if type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value == self_name:
                     given = passed.get(small.value.value)
-                    if given is not None and matters(given) and mentions.get(target.attr.value) == 1:
+                    once = mentions.get(target.attr.value) == 1 and mentions.get("(" + small.value.value) == 1
+                    if given is not None and matters(given) and once and target.attr.value not in changed:
                         state.set(f"{name}.{target.attr.value}", given)
+
+    def move_aliases(self, key: str | None, old: AbstractValue, new: AbstractValue, state: State) -> None:
+        """A model moved in place moves wherever else it is held: `runner.model` bound from
+        `Runner(model)` before `model.to(device)` is the same object."""
+        if old.origin is None or key is None:
+            return
+        for alias in [k for k in state.dotted if k != key]:
+            held = state.env.get(alias)
+            if held is not None and held.origin is old.origin and held.kind is old.kind and held.device == old.device:
+                state.set(alias, new)
 
     def moved_in_place(self, target: cst.BaseExpression) -> None:
         """`target` was moved by `Module.to` in place: a parameter's caller sees it moved."""
@@ -894,7 +937,8 @@ class ScopeEvaluator(TorchCalls):
             cls = self.model.classes.get(receiver.instance_of)
             value = self.model.summary(cls).get(attr) if cls is not None else None
             if value is not None and value.kind is Kind.DEVICE and value.device.known:
-                return replace(value, device=accel(key)) if value.device.is_accel else value
+                if not self.model.set_from_outside(attr):  # `cfg.device = device` in a helper
+                    return replace(value, device=accel(key)) if value.device.is_accel else value
         if attr == "device" and receiver.kind is Kind.UNKNOWN:
             if receiver.device.known:
                 return AbstractValue(Kind.DEVICE, receiver.device, origin=receiver.origin)

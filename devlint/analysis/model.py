@@ -71,6 +71,9 @@ class FileModel(RelevanceGate, CallContexts):
         self._early_scopes: dict[tuple[int, int, int], ScopeResult] = {}
         self._running: set[int] = set()  # scopes being interpreted (a call back into one is unknown)
         self._per_call = 0  # how deep `returns_with_self` interpretations are nested
+        self._per_calls = 0  # how many this file has run
+        self._changed: dict[int, frozenset[str] | None] = {}
+        self._outside: frozenset[str] | None = None
         self._calls: dict[int, list] | None = None  # see CallContexts.calls_of
         self._contexts: dict[int, object] = {}
         self._contexts_running: set[int] = set()
@@ -248,25 +251,31 @@ class FileModel(RelevanceGate, CallContexts):
             return None
         return self.generic_scope(function, [])
 
-    def returns_with_self(self, function: cst.FunctionDef, own: AbstractValue,
-                          arguments: dict[str, AbstractValue]) -> AbstractValue | None:  # fmt: skip
+    def returns_with_self(self, function: cst.FunctionDef, own: AbstractValue, arguments: dict[str, AbstractValue],
+                          names: dict[str, AbstractValue]) -> AbstractValue | None:  # fmt: skip
         """What `self.m(...)` returns where the calling method runs with `self` on a known
         device (a method called on a moved model): `m` interpreted for this one call, with
         that `self` and these arguments. None where that cannot be asked (a call back into a
         running scope, a decorator that may change the result, the time budget spent)."""
-        if id(function) in self._running or self.out_of_time() or self._per_call > 1:
+        if id(function) in self._running or self.out_of_time() or self._per_call > 0 or self._per_calls > 200:
+            return None  # not nested, and a few hundred per file at most
+        decorators = decorator_names(function)
+        if not decorators <= _TRANSPARENT_DECORATORS or decorators & {"staticmethod", "classmethod"}:
             return None
-        if not decorator_names(function) <= _TRANSPARENT_DECORATORS or function.asynchronous is not None:
+        if function.asynchronous is not None:
             return None
         params = [*function.params.posonly_params, *function.params.params]
         if not params:
             return None
         passed = {name: value for name, value in arguments.items() if matters(value)}
         passed[params[0].name.value] = own
+        # `self.<attr>`s the calling method knows (a caller's `model.device = device`)
+        names = {f"{params[0].name.value}.{attr}": value for attr, value in names.items()}
         self._running.add(id(function))
         self._per_call += 1
+        self._per_calls += 1
         try:
-            return ScopeEvaluator(self, function, [], context=CallContext(passed, {})).run().returns
+            return ScopeEvaluator(self, function, [], context=CallContext(passed, dict(names))).run().returns
         finally:
             self._per_call -= 1
             self._running.discard(id(function))
@@ -445,13 +454,75 @@ class FileModel(RelevanceGate, CallContexts):
         self._holds_params[id(node)] = answer
         return answer
 
+    def changed_after_init(self, cls: cst.ClassDef) -> frozenset[str] | None:
+        """The attributes a method other than `__init__` assigns or moves in place
+        (`self.model = self.model.cpu()`, `self.encoder.to("cpu")`); None when one sets
+        attributes by name (`setattr(self, ...)`), so that any may change."""
+        if id(cls) in self._changed:
+            return self._changed[id(cls)]
+        found: set[str] | None = set()
+        for method in self._methods(cls):
+            params = [*method.params.posonly_params, *method.params.params]
+            if method.name.value == "__init__" or not params:
+                continue
+            me = params[0].name.value
+            for node in self.ctx.tree.walk(method.body):
+                node_type = type(node)
+                if node_type in (cst.AssignTarget, cst.AugAssign, cst.AnnAssign):
+                    target = node.target
+                    if type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value == me:
+                        found.add(target.attr.value)
+                elif node_type is cst.Call:
+                    func = node.func
+                    if type(func) is cst.Name and func.value == "setattr":
+                        found = None
+                        break
+                    if type(func) is cst.Attribute and func.attr.value in T.MOVE_METHODS:
+                        owner = func.value
+                        if type(owner) is cst.Attribute and type(owner.value) is cst.Name and owner.value.value == me:
+                            found.add(owner.attr.value)
+            if found is None:
+                break
+        answer = frozenset(found) if found is not None else None
+        self._changed[id(cls)] = answer
+        return answer
+
+    def set_from_outside(self, attr: str) -> bool:
+        """Does code of the file set `<x>.<attr>` on an object other than `self`, or set
+        attributes by name (`setattr`)?"""
+        if self._outside is None:
+            names: set[str] = set()
+            for node in self.ctx.tree.nodes:
+                node_type = type(node)
+                if node_type in (cst.AssignTarget, cst.AugAssign, cst.AnnAssign):
+                    target = node.target
+                    if type(target) is cst.Attribute and not (
+                        type(target.value) is cst.Name and target.value.value == "self"
+                    ):
+                        names.add(target.attr.value)
+                elif node_type is cst.Call and type(node.func) is cst.Name and node.func.value == "setattr":
+                    names.add("*")
+            self._outside = frozenset(names)
+        return attr in self._outside or "*" in self._outside
+
     def _builds_parameters(self, function: cst.FunctionDef) -> bool:
-        """Does a module-level helper build a parameter or a layer with parameters
-        (`def sobel_kernel(axis): return nn.Parameter(...)`)?"""
+        """Does a module-level helper return a parameter or a layer with parameters it
+        builds (`def sobel_kernel(axis): return nn.Parameter(...)`)? One that only uses
+        a layer of its own inside gives its caller nothing to hold."""
+
+        def builds(node: cst.BaseExpression | None) -> bool:
+            if type(node) is not cst.Call:
+                return False
+            qualified = self.qualify(node.func, frozenset()) or ""
+            return qualified in T.PARAMETER_LAYERS or qualified in T.PARAMETER_CLASSES
+
+        built: set[str] = set()
         for child in self.ctx.tree.walk(function.body):
-            if type(child) is cst.Call:
-                qualified = self.qualify(child.func, frozenset()) or ""
-                if qualified in T.PARAMETER_LAYERS or qualified in T.PARAMETER_CLASSES:
+            if type(child) is cst.Assign and builds(child.value):
+                built.update(t.target.value for t in child.targets if type(t.target) is cst.Name)
+            elif type(child) is cst.Return and child.value is not None:
+                value = child.value
+                if builds(value) or (type(value) is cst.Name and value.value in built):
                     return True
         return False
 

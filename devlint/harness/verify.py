@@ -360,7 +360,10 @@ def verify(
                     future.cancel()
                 _children.kill_all()
         if workers > 1:
-            runs = _rerun_alone(runs, fixed, path, seed, shadow_devices, workdir, timeout)
+            try:
+                runs = _rerun_alone(runs, fixed, path, seed, shadow_devices, workdir, timeout)
+            finally:
+                _children.kill_all()  # on SIGTERM too: a run again alone dies with verify
     verdict, reasons, baseline = judge(runs, rtol, atol)
     return Report(
         script=path,

@@ -370,6 +370,8 @@ class AcceleratorTensorInDataset(Rule):
                         continue
                     if type(workers.value) is cst.Integer and workers.value.evaluated_value == 0:
                         continue
+                    if keyword_arg(node, "multiprocessing_context") is not None:
+                        continue  # workers started with "spawn" can use CUDA
                     if collate.value.value in functions:
                         names.add(collate.value.value)
             self._collators = frozenset(names)
