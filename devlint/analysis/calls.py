@@ -28,6 +28,7 @@ from devlint.analysis.lattice import (
     accel,
     disagree,
     join_devices,
+    join_items,
 )
 from devlint.analysis.contexts import CallRecord
 from devlint.analysis.tree import code_of_name, dotted_name, keyword_arg, positional_args, string_value
@@ -619,8 +620,7 @@ class TorchCalls:
         if receiver.items is not None and type(receiver_expr) is cst.Name:
             # a list built empty here: `outputs.append(out)` adds to what it holds
             if name == "append" and len(args) == 1:
-                held = args[0] if receiver.items is NO_ITEMS else receiver.items.join(args[0])
-                receiver = replace(receiver, items=held)
+                receiver = replace(receiver, items=join_items(receiver.items, args[0]))
             else:
                 receiver = replace(receiver, items=None)
             self.bind(receiver_expr, receiver, state)
@@ -636,8 +636,7 @@ class TorchCalls:
                         self.bind(receiver_expr.value, replace(outer, holds_accel=True), state)
             return OTHER
         if name == "type" and kind is Kind.UNKNOWN and node.args and not receiver.device.known:
-            qualified = self.qualified(node.args[0].value) or ""
-            if qualified in T.LEGACY_CUDA_TYPES or (qualified in T.LEGACY_CPU_TYPES and qualified != "torch.Tensor"):
+            if self._legacy_type_device(node.args[0].value) is not None:
                 # a tensor, or a module (whose parameters go there too): the device, not the kind
                 converted = self._tensor_method(node, name, receiver, receiver_expr, args)
                 return replace(converted, kind=Kind.UNKNOWN)
@@ -727,17 +726,24 @@ class TorchCalls:
             return accel(dotted)
         return UNKNOWN_DEVICE
 
+    def _legacy_type_device(self, expr: cst.BaseExpression) -> Device | None:
+        """Where `.type(<expr>)` copies a tensor: the CPU for `torch.FloatTensor`, CUDA for
+        `torch.cuda.FloatTensor`; None for anything else (a dtype, `torch.Tensor`)."""
+        qualified = self.qualified(expr) or ""
+        if qualified in T.LEGACY_CPU_TYPES and qualified != "torch.Tensor":
+            return CPU
+        if qualified in T.LEGACY_CUDA_TYPES:
+            return accel('"cuda"')
+        return None
+
     def _tensor_method(self, node: cst.Call, name: str, receiver: AbstractValue, receiver_expr,
                        args: list[AbstractValue]) -> AbstractValue:  # fmt: skip
         if name in T.NON_TENSOR_METHODS:
             if name == "type" and node.args:
-                # `.type(torch.FloatTensor)` copies to the CPU, `.type(torch.cuda.FloatTensor)` to CUDA
-                qualified = self.qualified(node.args[0].value) or ""
-                short = f".type({code_of_name(node.args[0].value, self.model.ctx.module)})"
-                if qualified in T.LEGACY_CPU_TYPES and qualified != "torch.Tensor":
-                    return AbstractValue(Kind.TENSOR, CPU, receiver.zero_dim, node, Source.FACTORY, short)
-                if qualified in T.LEGACY_CUDA_TYPES:
-                    return AbstractValue(Kind.TENSOR, accel('"cuda"'), receiver.zero_dim, node, Source.FACTORY, short)
+                device = self._legacy_type_device(node.args[0].value)
+                if device is not None:
+                    short = f".type({code_of_name(node.args[0].value, self.model.ctx.module)})"
+                    return AbstractValue(Kind.TENSOR, device, receiver.zero_dim, node, Source.FACTORY, short)
                 return AbstractValue(Kind.TENSOR)
             return OTHER
         if name == "type_as":

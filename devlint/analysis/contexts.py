@@ -113,7 +113,7 @@ class CallContexts:
         if not calls:
             return None
         cls = self.class_of.get(id(function))
-        own_self = _self_name(function) if cls is not None else None
+        own_self = self_name(function) if cls is not None else None
         hidden = self.ctx.bindings_of(function)
         joined: CallContext | None = None
         for caller, record in calls:
@@ -140,13 +140,16 @@ class CallContexts:
         its default), and the names its caller rebound before it."""
         result = self.scope(caller, []) if caller is not None else self.module_scope()
         names = self.parameter_names(function, record.bound)
+        # `model.generate(tokens)` runs with `self` where `model` is: `self(x)` in its body is
+        # a call of the moved model (its entry points keep their own device)
+        passes_self = record.bound and own_self is not None and function.name.value not in ENTRY_POINTS
         if record.by_name:
             # the call reaches this method only if the receiver is an instance of its class
             cls = self.class_of.get(id(function))
             seen = result.values.get(id(record.receiver), UNKNOWN) if record.receiver is not None else UNKNOWN
             if cls is None or seen.instance_of != cls.name.value:
                 params = {param.name.value: UNKNOWN for param in call_parameters(function, record.bound)}
-                if own_self is not None and function.name.value not in _ENTRY_POINTS:
+                if passes_self:
                     params[own_self] = UNKNOWN
                 return CallContext(params, {})
         caller_names = self.ctx.bindings_of(caller) if caller is not None else None
@@ -179,9 +182,7 @@ class CallContexts:
                 params[name] = self.default_of(param)
             else:
                 params[name] = UNKNOWN
-        if record.bound and own_self is not None and function.name.value not in _ENTRY_POINTS:
-            # `model.generate(tokens)` runs with `self` where `model` is: `self(x)` in its
-            # body is a call of the moved model (its entry points keep their own device)
+        if passes_self:
             moved = result.values.get(id(record.receiver), UNKNOWN) if record.receiver is not None else UNKNOWN
             params[own_self] = moved if moved.kind is Kind.MODULE and moved.device.known else UNKNOWN
         return CallContext(params, self._names_left(record, caller_names, receiver, own_self, rename, gone))
@@ -217,10 +218,10 @@ class CallContexts:
         return self.module_scope().values.get(id(param.default), UNKNOWN)
 
 
-_ENTRY_POINTS = frozenset({"forward", "__call__"})
+ENTRY_POINTS = frozenset({"forward", "__call__"})
 
 
-def _self_name(function: cst.FunctionDef) -> str | None:
+def self_name(function: cst.FunctionDef) -> str | None:
     """A method's `self` (none for a static or class method)."""
     if decorator_names(function) & {"staticmethod", "classmethod"}:
         return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
+from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -18,7 +19,6 @@ from devlint.analysis import device_tables as T
 from devlint.analysis.lattice import (
     CPU,
     EMPTY_LIST,
-    NO_ITEMS,
     OTHER,
     UNKNOWN,
     UNKNOWN_DEVICE,
@@ -29,6 +29,7 @@ from devlint.analysis.lattice import (
     Operand,
     Source,
     accel,
+    join_items,
     join_symbolic,
 )
 from devlint.analysis.tree import (
@@ -40,7 +41,7 @@ from devlint.analysis.tree import (
     string_value,
 )
 from devlint.analysis.calls import TorchCalls
-from devlint.analysis.contexts import CallContext, CallRecord, matters
+from devlint.analysis.contexts import ENTRY_POINTS, CallContext, CallRecord, matters
 from devlint.analysis.guards import accelerator_type
 
 if TYPE_CHECKING:
@@ -265,7 +266,7 @@ class ScopeEvaluator(TorchCalls):
         if self.context is not None:
             # a module's entry points (`forward`) take input from anywhere; its helpers
             # (`self._gate(x, h)`) take what the module's own calls give them
-            entry = function.name.value in _ENTRY_POINTS
+            entry = function.name.value in ENTRY_POINTS
             for name, passed in self.context.params.items():
                 assumed = self.params.get(name)
                 if entry and passed.tensor_like:
@@ -714,8 +715,7 @@ class ScopeEvaluator(TorchCalls):
                 self._eval_slice(element, state)
             if container.items is not None and type(target.value) is cst.Name:
                 # `outputs[0] = out.cpu()`: a list built empty here holds that too
-                held = value if container.items is NO_ITEMS else container.items.join(value)
-                self.bind(target.value, replace(container, items=held), state)
+                self.bind(target.value, replace(container, items=join_items(container.items, value)), state)
             return
         key = _key(target)
         if key is None:
@@ -760,15 +760,15 @@ class ScopeEvaluator(TorchCalls):
             return
         # `self.model.cpu()`, a second assignment, or `model.to(device)` on the parameter
         # itself in `__init__`: not as passed
-        mentions: dict[str, int] = {}
+        attributes: Counter[str] = Counter()  # mentions of `self.<attr>`
+        parameters: Counter[str] = Counter()  # mentions of a parameter's name
         for node in self.model.ctx.tree.walk(init.body):
             if type(node) is cst.Attribute:
                 if type(node.value) is cst.Name and node.value.value == self_name:
-                    mentions[node.attr.value] = mentions.get(node.attr.value, 0) + 1
-                if node.attr.value in passed:  # the `model` of `self.model` is no mention of `model`
-                    mentions["(" + node.attr.value] = mentions.get("(" + node.attr.value, 0) - 1
-            elif type(node) is cst.Name and node.value in passed:
-                mentions["(" + node.value] = mentions.get("(" + node.value, 0) + 1
+                    attributes[node.attr.value] += 1
+                parameters[node.attr.value] -= 1  # the `model` of `self.model` is no mention of `model`
+            elif type(node) is cst.Name:
+                parameters[node.value] += 1
         for line in init.body.body:
             if type(line) is not cst.SimpleStatementLine:
                 continue
@@ -778,7 +778,7 @@ class ScopeEvaluator(TorchCalls):
                 target = small.targets[0].target
                 if type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value == self_name:
                     given = passed.get(small.value.value)
-                    once = mentions.get(target.attr.value) == 1 and mentions.get("(" + small.value.value) == 1
+                    once = attributes[target.attr.value] == 1 and parameters[small.value.value] == 1
                     if given is not None and matters(given) and once and target.attr.value not in changed:
                         state.set(f"{name}.{target.attr.value}", given)
 
@@ -1138,9 +1138,6 @@ class ScopeEvaluator(TorchCalls):
                     self.eval(part, state)
 
     # -- calls -------------------------------------------------------------------------
-
-
-_ENTRY_POINTS = frozenset({"forward", "__call__"})
 
 
 def _as_passed(assumed: AbstractValue, passed: AbstractValue, *, keep_device: bool) -> AbstractValue:

@@ -24,7 +24,7 @@ from devlint.analysis.tree import (
 from devlint.analysis.calls import is_true_arg
 from devlint.analysis.context import FileContext
 from devlint.analysis.guards import Implication
-from devlint.analysis.contexts import CallContext, CallContexts, matters
+from devlint.analysis.contexts import CallContext, CallContexts, matters, self_name
 from devlint.analysis.interpreter import ScopeEvaluator, ScopeResult, State, evident_modules
 from devlint.analysis.relevance import RelevanceGate, _self_attributes_assigned
 
@@ -259,23 +259,18 @@ class FileModel(RelevanceGate, CallContexts):
         running scope, a decorator that may change the result, the time budget spent)."""
         if id(function) in self._running or self.out_of_time() or self._per_call > 0 or self._per_calls > 200:
             return None  # not nested, and a few hundred per file at most
-        decorators = decorator_names(function)
-        if not decorators <= _TRANSPARENT_DECORATORS or decorators & {"staticmethod", "classmethod"}:
-            return None
-        if function.asynchronous is not None:
-            return None
-        params = [*function.params.posonly_params, *function.params.params]
-        if not params:
+        me = self_name(function)  # none for a static or class method
+        if me is None or not decorator_names(function) <= _TRANSPARENT_DECORATORS or function.asynchronous is not None:
             return None
         passed = {name: value for name, value in arguments.items() if matters(value)}
-        passed[params[0].name.value] = own
+        passed[me] = own
         # `self.<attr>`s the calling method knows (a caller's `model.device = device`)
-        names = {f"{params[0].name.value}.{attr}": value for attr, value in names.items()}
+        names = {f"{me}.{attr}": value for attr, value in names.items()}
         self._running.add(id(function))
         self._per_call += 1
         self._per_calls += 1
         try:
-            return ScopeEvaluator(self, function, [], context=CallContext(passed, dict(names))).run().returns
+            return ScopeEvaluator(self, function, [], context=CallContext(passed, names)).run().returns
         finally:
             self._per_call -= 1
             self._running.discard(id(function))
