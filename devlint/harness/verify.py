@@ -398,7 +398,8 @@ def _rerun_alone(runs, fixed, path, seed, shadow_devices, workdir, timeout) -> l
                 workdir=workdir,
                 timeout=timeout,
             )
-            again.failed_alongside_others = run.error
+            if again.status == "ok":  # only then was the other runs' company the cause
+                again.failed_alongside_others = run.error
             run = again
         results.append(run)
     return results
