@@ -13,6 +13,8 @@ import sys
 import tokenize
 from pathlib import Path
 
+from devlint.harness.verify import DEVICE_ATOL, DEVICE_RTOL
+
 _DEVICES = ("auto", "cuda", "cpu", "shadow", "shadow:cuda", "shadow:mps", "shadow:xpu")
 
 
@@ -33,6 +35,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rtol", type=float, default=1e-5)
     parser.add_argument("--atol", type=float, default=1e-6)
+    parser.add_argument(
+        "--device-rtol",
+        type=float,
+        default=DEVICE_RTOL,
+        help="rtol for a run on other hardware than the one it is compared with, on a GPU machine (default: %(default)g)",
+    )
+    parser.add_argument("--device-atol", type=float, default=DEVICE_ATOL, help="its atol (default: %(default)g)")
     parser.add_argument("--json", metavar="REPORT", help="also write the report as JSON to REPORT")
     parser.add_argument(
         "--shadow-devices", type=int, default=1, metavar="N", help="how many GPUs the shadow accelerator simulates"
@@ -95,6 +104,8 @@ def main(argv: list[str]) -> int:
         seed=args.seed,
         rtol=args.rtol,
         atol=args.atol,
+        device_rtol=args.device_rtol,
+        device_atol=args.device_atol,
         shadow_devices=args.shadow_devices,
         timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
         fixes_applied=applied,

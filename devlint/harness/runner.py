@@ -120,7 +120,7 @@ def _observables(namespace: dict, torch) -> dict:
         if isinstance(value, torch.Tensor):
             found[name] = _host_copy(value, torch)
         elif isinstance(value, float):
-            found[name] = torch.tensor(value, dtype=torch.float64)
+            found[name] = torch.tensor(value, dtype=torch.float64, device="cpu")
         elif isinstance(value, torch.nn.Module):
             for key, tensor in value.state_dict().items():
                 found[f"{name}.{key}"] = _host_copy(tensor, torch)
@@ -185,7 +185,9 @@ def run_job(job: dict) -> dict:
     seconds = time.perf_counter() - started
     printed = "".join(tee.parts)
     observables = _observables(namespace, torch) if status == "ok" else {}
-    observables["<printed>"] = torch.tensor(printed_numbers(printed), dtype=torch.float64)
+    # On the host whatever default device the program left set (on a GPU machine,
+    # `torch.set_default_device("cuda")` would put the bookkeeping there).
+    observables["<printed>"] = torch.tensor(printed_numbers(printed), dtype=torch.float64, device="cpu")
     torch.save(observables, job["result"] + ".pt")
     return {
         "status": status,

@@ -18,6 +18,12 @@ ROOT = Path(__file__).resolve().parents[2]
 FIDELITY = ROOT / "fixtures" / "harness" / "fidelity"
 
 
+def _has_gpu() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def _run(tmp_path, source, device="cpu", timeout=120):
     script = tmp_path / "program.py"
     script.write_text(source)
@@ -68,6 +74,7 @@ def test_globals_of_a_program_ending_in_sys_exit_0_are_compared(tmp_path, capsys
     assert "fixed@cpu: `weights`: 3 of 3 values differ" in capsys.readouterr().out
 
 
+@pytest.mark.skipif(_has_gpu(), reason="this machine has the GPU the test asks for the absence of")
 def test_device_cuda_without_a_gpu_is_a_usage_error(tmp_path, capsys):
     script = tmp_path / "train.py"
     script.write_text("print(1)\n")
@@ -154,10 +161,52 @@ def test_fixed_when_the_original_fails_on_its_accelerator_and_the_fixed_runs_agr
     assert judge(runs, 1e-5, 1e-6)[0] == "FAIL"
 
 
+def test_a_run_on_other_hardware_is_held_to_the_device_tolerances():
+    """On an H200 the reference's fixed@cpu ended with grad_c -17.500969 where CUDA had
+    -17.500444: float32 sums in another order, not a wrong fix. Shadow runs compute on
+    the CPU, like the CPU run, and stay held to --rtol/--atol."""
+    import torch
+
+    def gradient(value):
+        return {"<printed>": torch.tensor([12.28]), "grad_c": torch.tensor(value, dtype=torch.float64)}
+
+    runs = [
+        _result("original", "cuda", observables=gradient(-17.500444)),
+        _result("fixed", "cuda", observables=gradient(-17.500444)),
+        _result("fixed", "cpu", observables=gradient(-17.500969)),
+    ]
+    assert judge(runs, 1e-5, 1e-6)[0] == "PASS"
+    assert judge(runs, 1e-5, 1e-6, device_tolerances=(1e-5, 1e-6))[0] == "FAIL"
+    runs[2] = _result("fixed", "cpu", observables=gradient(-17.6))
+    assert judge(runs, 1e-5, 1e-6)[0] == "FAIL"
+    runs[1] = _result("fixed", "cuda", observables=gradient(-17.500969))  # same hardware: exact
+    runs[2] = _result("fixed", "cpu", observables=gradient(-17.500444))
+    verdict, reasons, _ = judge(runs, 1e-5, 1e-6)
+    assert verdict == "FAIL" and reasons == ["fixed@cuda computed something else than original@cuda"]
+    shadow = [
+        _result("original", "shadow", observables=gradient(-17.500444)),
+        _result("fixed", "shadow", observables=gradient(-17.500444)),
+        _result("fixed", "cpu", observables=gradient(-17.500969)),
+    ]
+    assert judge(shadow, 1e-5, 1e-6)[0] == "FAIL"
+
+
 @pytest.mark.slow
 def test_verifying_a_bug_fix_says_fixed_and_shows_the_original_error(capsys):
     original = FIDELITY / "variable_weights_on_cpu.py"
-    assert main([str(original), "--fixed", str(original.with_name("variable_weights_on_cpu.fixed.py"))]) == 0
+    fixed = original.with_name("variable_weights_on_cpu.fixed.py")
+    assert main([str(original), "--fixed", str(fixed), "--device", "shadow"]) == 0
     out = capsys.readouterr().out
     assert "original@shadow: RuntimeError: Expected all tensors to be on the same device, but got mat2 is on cpu" in out
     assert out.rstrip().splitlines()[-1].startswith("FIXED: the original program failed on shadow cuda")
+
+
+def test_a_default_device_the_program_leaves_set_does_not_reach_the_bookkeeping(tmp_path):
+    """On a GPU, a program that ends with `torch.set_default_device("cuda")` had its
+    printed numbers and float globals stored on the GPU, and comparing them with a CPU
+    run's raised (seen on an H200). The meta device stands in for it here."""
+    program = "import torch\nrate = 0.5\nprint(1.25)\ntorch.set_default_device('meta')\n"
+    result = _run(tmp_path, program)
+    assert result.status == "ok"
+    assert {tensor.device.type for tensor in result.observables.values()} == {"cpu"}
+    assert result.observables["rate"].item() == 0.5 and result.observables["<printed>"].tolist() == [1.25]

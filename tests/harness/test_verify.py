@@ -44,7 +44,7 @@ accuracy = (restored(data).argmax(1) == labels).float().mean().item()
 
 def test_reference_passes_bit_for_bit_and_lands_near_the_optimum(tmp_path, capsys):
     report_path = tmp_path / "report.json"
-    assert main(["--reference", "--json", str(report_path)]) == 0
+    assert main(["--reference", "--json", str(report_path), "--device", "shadow"]) == 0
     out = capsys.readouterr().out
     assert out.rstrip().endswith("PASS")
     assert "original@cpu: AssertionError: Torch not compiled with CUDA enabled" in out
@@ -64,7 +64,8 @@ def test_reference_passes_bit_for_bit_and_lands_near_the_optimum(tmp_path, capsy
 
 
 def test_a_wrong_fixed_program_fails_and_shows_the_differences(capsys):
-    code = main([str(FIXTURES / "small_polyfit.py"), "--fixed", str(FIXTURES / "small_polyfit_wrong_fix.py")])
+    wrong = FIXTURES / "small_polyfit_wrong_fix.py"
+    code = main([str(FIXTURES / "small_polyfit.py"), "--fixed", str(wrong), "--device", "shadow"])
     out = capsys.readouterr().out
     assert code == 1
     assert "FAIL" in out and "fixed@shadow computed something else than original@shadow" in out
@@ -108,7 +109,7 @@ def test_a_fixed_run_that_raised_alongside_the_others_is_judged_by_its_run_alone
 
     monkeypatch.setattr(verify_module, "run_program", meets_another_run_once)
     monkeypatch.setattr(verify_module.os, "cpu_count", lambda: 2)
-    assert main([str(FIXTURES / "small_polyfit.py")]) == 0
+    assert main([str(FIXTURES / "small_polyfit.py"), "--device", "shadow"]) == 0
     out = capsys.readouterr().out
     assert calls.count("fixed@cpu") == 2 and calls.count("fixed@shadow") == 1
     assert "fixed@cpu: failed while the other runs ran (EOFError: Ran out of input)" in out
