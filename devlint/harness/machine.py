@@ -137,6 +137,34 @@ class _DeviceContext:
         return False
 
 
+def _exchange_device(index: int) -> int:
+    """torch.cuda._exchange_device, under `torch.cuda.device(i)` and `device_of(t)`: a CUDA
+    build with no GPU (a CI machine) would ask the driver."""
+    previous = _state.current
+    if index < 0:
+        return -1
+    _check_ordinal(index)
+    _state.current = index
+    return previous
+
+
+def _device_of(original):
+    def device_of(obj):
+        return _DeviceContext(obj.get_device()) if type(obj) is ShadowTensor else original(obj)
+
+    return device_of
+
+
+def _cudnn_is_acceptable(original):
+    """The shadow computes on the CPU: no cuDNN for its tensors. (On a CUDA build, an RNN
+    asked cuDNN to flatten its weights and failed; seen on an H200 machine.)"""
+
+    def is_acceptable(tensor):
+        return False if type(tensor) is ShadowTensor else original(tensor)
+
+    return is_acceptable
+
+
 def _set_device(device) -> None:
     index = _shadow_index(device)
     _check_ordinal(index)
@@ -259,12 +287,23 @@ def _queries(backend: Backend) -> dict:
         torch.accelerator: {name: _answer(function) for name, function in accelerator.items()},
     }
     patches[torch.accelerator]["device_index"] = _DeviceContext
+    # The machine presented has no other accelerator, also where this one has a real GPU:
+    # a shadow Mac on a CUDA machine must not take a script's `cuda` branch.
+    if backend.kind != "cuda":
+        patches[torch.cuda] = {"is_available": _answer(lambda: False), "device_count": _answer(lambda: 0)}
+    if backend.kind != "xpu" and hasattr(torch, "xpu"):
+        patches[torch.xpu] = {"is_available": _answer(lambda: False), "device_count": _answer(lambda: 0)}
+    if backend.kind != "mps":
+        patches[torch.backends.mps] = {"is_available": _answer(lambda: False)}
     if backend.kind == "mps":
         patches[torch.backends.mps] = {"is_available": _answer(lambda: True), "is_built": _answer(lambda: True)}
         return patches
     patches[module]["device"] = _DeviceContext
     patches[module]["Stream"] = patches[module]["Event"] = _Stream
     if backend.kind == "cuda":
+        patches[module]["device_of"] = _device_of(torch.cuda.device_of)
+        patches[module]["_exchange_device"] = patches[module]["_maybe_exchange_device"] = _exchange_device
+        patches[torch.backends.cudnn] = {"is_acceptable": _cudnn_is_acceptable(torch.backends.cudnn.is_acceptable)}
         for dtype, name in _LEGACY_NAMES.items():
             patches[module][name] = _legacy_type(name, dtype)
         patches.update(_data_parallel())
@@ -353,8 +392,15 @@ def _parallel_functions() -> dict:
     class Scatter(base_scatter):
         @staticmethod
         def forward(ctx, target_gpus, chunk_sizes, dim, input):
+            # The original, less the side streams it copies a host input through
+            # (`torch.device(0)` and `torch.cuda.Stream` need a real accelerator).
             ctx.target_gpus = [_get_device_index(device, True) for device in target_gpus]
-            return base_scatter.forward(ctx, target_gpus, chunk_sizes, dim, input)
+            ctx.dim = dim
+            ctx.input_device = input.get_device() if input.device.type != "cpu" else -1
+            outputs = sys.modules["torch.nn.parallel.comm"].scatter(input, ctx.target_gpus, chunk_sizes, dim, None)
+            if input.is_complex():
+                outputs = tuple(torch.view_as_complex(output) for output in outputs)
+            return outputs
 
         @staticmethod
         def backward(ctx, *grad_output):
@@ -510,6 +556,35 @@ def _place(value, targets: dict, memo: dict):
     return value
 
 
+# Mixed precision -------------------------------------------------------------------------
+
+
+def _autocast(backend: Backend) -> dict:
+    """`torch.autocast("cuda")` casts only CUDA tensors, and the shadow's are CPU tensors
+    underneath: the CPU's autocast, in the accelerator's lower precision, runs beside it.
+    Its op lists are the CPU's (matmul, linear and convolutions are in both)."""
+    autocast = torch.amp.autocast_mode.autocast
+    enter, exit_ = autocast.__enter__, autocast.__exit__
+
+    def __enter__(self):
+        result = enter(self)
+        host = None
+        if self.device == backend.kind:  # disabled too: a block that turns it off inside one
+            host = torch.autocast("cpu", dtype=self.fast_dtype, enabled=self._enabled, cache_enabled=False)
+            host.__enter__()
+        self.__dict__.setdefault("_shadow_hosts", []).append(host)
+        return result
+
+    def __exit__(self, *exc):
+        hosts = self.__dict__.get("_shadow_hosts")
+        host = hosts.pop() if hosts else None
+        if host is not None:
+            host.__exit__(*exc)
+        return exit_(self, *exc)
+
+    return {autocast: {"__enter__": __enter__, "__exit__": __exit__}}
+
+
 # Defaults a script may change: the default tensor type and the default device -----------
 
 
@@ -559,6 +634,7 @@ def _patches(backend: Backend) -> dict:
         },
         torch.autograd.Variable: {"__new__": _variable_new(torch.autograd.Variable.__new__)},
     }
+    extra.update(_autocast(backend))
     for namespace, attributes in extra.items():
         patches.setdefault(namespace, {}).update(attributes)
     return patches

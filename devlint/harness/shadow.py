@@ -57,7 +57,12 @@ _DTYPES_BY_LEGACY_NAME = {name: dtype for dtype, name in _LEGACY_NAMES.items()}
 
 # Structured kernels are registered as `wrapper_CUDA_<op>`; the others get a double
 # underscore (`wrapper_CUDA__index_select`). Only the structured ones need listing.
-_STRUCTURED = frozenset({"addmm", "mm", "bmm", "baddbmm", "addmv", "addbmm", "mv"})
+_STRUCTURED = frozenset({"addmm", "mm", "bmm", "baddbmm", "addmv", "addbmm", "mv", "cat", "gather", "nll_loss_forward"})
+# Composite ops whose check is their inner kernel's, with its argument names (seen on an
+# H200: `torch.stack` fails in `wrapper_CUDA_cat`, an embedding in `index_select`).
+_REPORTED_AS = {"stack": ("cat", {}), "embedding": ("index_select", {"weight": "self", "indices": "index"})}
+# Not tagged pointwise, but computed by a TensorIterator, whose message they give.
+_TENSOR_ITERATOR_OPS = frozenset({"mse_loss"})
 _INDEX_PUT = frozenset({"index_put", "index_put_", "_index_put_impl_"})
 
 INVALID_ORDINAL = (
@@ -67,7 +72,20 @@ INVALID_ORDINAL = (
     "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
     "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
 )
-# torch/cuda/__init__.py `_lazy_init` and torch/csrc/utils/device_lazy_init.cpp; XPU's
+# c10/cuda/CUDAException.h: what any CUDA runtime call returns in a process forked after
+# CUDA was initialised, as an op on a tensor the parent had there makes one.
+FORKED_CUDA = (
+    "CUDA error: initialization error\n"
+    "CUDA kernel errors might be asynchronously reported at some other API call, "
+    "so the stacktrace below might be incorrect.\n"
+    "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+    "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
+)
+# CUDA's runtime errors are `torch.AcceleratorError` (a RuntimeError) since PyTorch 2.8;
+# c10::Error, a plain RuntimeError, before.
+ACCELERATOR_ERROR = getattr(torch, "AcceleratorError", RuntimeError)
+# torch/cuda/__init__.py `_lazy_init` and torch/csrc/utils/device_lazy_init.cpp, for what
+# initialises the device (a factory or move to it, `.cuda()`); XPU's
 # torch/xpu/__init__.py says the same of XPU.
 BAD_FORK = (
     "Cannot re-initialize {kind} in forked subprocess. To use {kind} with multiprocessing, "
@@ -91,11 +109,19 @@ class Backend:
     def names(self) -> tuple[str, ...]:
         return _NAMES[self.kind]
 
-    def invalid_ordinal(self, index: int) -> str:
+    def invalid_ordinal(self, index: int) -> Exception:
         if self.kind == "cuda":
-            return INVALID_ORDINAL
+            return ACCELERATOR_ERROR(INVALID_ORDINAL)
         # c10/core/Device.cpp and the MPS/XPU device guards: no launch-error suffix.
-        return f"Invalid device index {index} for {self.kind}"
+        return RuntimeError(f"Invalid device index {index} for {self.kind}")
+
+    def used_in_forked_child(self, initialises: bool) -> Exception:
+        """What touching the accelerator raises in a child forked while it was in use:
+        initialising it refuses; a CUDA op on a tensor the parent made there gets the
+        runtime's own error. (XPU's runtime error there was not seen: it keeps the refusal.)"""
+        if initialises or self.kind != "cuda":
+            return RuntimeError(BAD_FORK.format(kind=self.kind.upper()))
+        return ACCELERATOR_ERROR(FORKED_CUDA)
 
 
 BACKENDS = {
@@ -323,9 +349,11 @@ def _check_common_device(rule: _Rule, operands) -> None:
     """
     if _backend.wrapper is None:
         raise RuntimeError("Placeholder storage has not been allocated on MPS device!")
-    prefix = f"wrapper_{_backend.wrapper}_" if rule.name in _STRUCTURED else f"wrapper_{_backend.wrapper}__"
+    method, names = _REPORTED_AS.get(rule.name, (rule.name, {}))
+    prefix = f"wrapper_{_backend.wrapper}_" if method in _STRUCTURED else f"wrapper_{_backend.wrapper}__"
     common = None
     for name, tensor in operands:
+        name = names.get(name, name)
         device = _device_of(tensor)
         if common is None:
             common = device
@@ -333,7 +361,7 @@ def _check_common_device(rule: _Rule, operands) -> None:
             raise RuntimeError(
                 f"Expected all tensors to be on the same device, but got {name} is on "
                 f"{device}, different from other tensors on {common} (when checking "
-                f"argument in method {prefix}{rule.name})"
+                f"argument in method {prefix}{method})"
             )
 
 
@@ -350,15 +378,25 @@ def _check_indices(tensor, indices) -> None:
 
 
 def _check_convolution(args) -> None:
+    """aten/src/ATen/native/Convolution.cpp, `check_input_same_type_as_parameters`, for an
+    input on the accelerator. A host input with CUDA weights reaches CUDA's slow 2-d kernel
+    (1-d and 2-d convolutions, seen on an H200); elsewhere the CPU's MKLDNN check (not seen)."""
     tensor_input, weight, bias = args[0], args[1], args[2]
+    on_host = type(tensor_input) is not ShadowTensor
+    if on_host and _backend.kind == "cuda" and weight.dim() in (3, 4) and type(weight) is ShadowTensor:
+        raise RuntimeError(
+            f"Expected all tensors to be on the same device, but got weight is on {_device_of(weight)}, "
+            f"different from other tensors on cpu (when checking argument in method "
+            f"wrapper_CUDA___slow_conv2d_forward)"
+        )
     for role, parameter in (("weight", weight), ("bias", bias)):
         if parameter is None:
             continue
         if _device_of(tensor_input) != _device_of(parameter) or tensor_input.dtype != parameter.dtype:
             raise RuntimeError(
                 f"Input type ({_type_string(tensor_input)}) and {role} type "
-                f"({_type_string(parameter)}) should be the same or input should be a "
-                f"MKLDNN tensor and {role} is a dense tensor"
+                f"({_type_string(parameter)}) should be the same"
+                + (f" or input should be a MKLDNN tensor and {role} is a dense tensor" if on_host else "")
             )
 
 
@@ -386,7 +424,7 @@ def check_op(func, args, kwargs) -> int | None:
         if not indices:
             return None
     if len(indices) < len(operands) or len(set(indices)) > 1:
-        if rule.pointwise:
+        if rule.pointwise or rule.name in _TENSOR_ITERATOR_OPS:
             _check_tensor_iterator(rule, operands)
         else:
             _check_common_device(rule, operands)
@@ -439,7 +477,7 @@ class _DeviceChecker(TorchDispatchMode):
 
 def _check_ordinal(index: int) -> None:
     if index >= _state.device_count:
-        raise RuntimeError(_backend.invalid_ordinal(index))
+        raise _backend.invalid_ordinal(index)
 
 
 def _move(tensor, index, dtype, copy_always):
@@ -698,11 +736,38 @@ def _specials(backend: Backend) -> dict:
 _special = _specials(_backend)
 
 
+def _without_shadows(data):
+    """`data` with each shadow tensor in its (nested) lists as a host tensor, and whether it had any."""
+    if type(data) is ShadowTensor:
+        return _plain(data), True
+    if type(data) in (list, tuple):
+        items = [_without_shadows(item) for item in data]
+        return type(data)(item for item, _ in items), any(had for _, had in items)
+    return data, False
+
+
+def _from_listed_values(func, args, kwargs):
+    """`torch.tensor([t0, t1])` reads each element's value, so device scalars in a list make
+    a host tensor (seen on an H200), or one on the default device. None: no shadow inside."""
+    data, had_shadows = _without_shadows(args[0])
+    if not had_shadows:
+        return None
+    _state.counts.device_to_host += 1
+    default = _default_index()
+    if default is not None:
+        return _factory(func, (data, *args[1:]), dict(kwargs, device=default))
+    return func(data, *args[1:], **kwargs)
+
+
 class _ShadowMode(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         special = _special.get(func)
         if special is not None:
             return special(func, args, kwargs or {})
+        if func in _FROM_HOST_DATA and args and type(args[0]) in (list, tuple) and not (kwargs or {}).get("device"):
+            result = _from_listed_values(func, args, kwargs or {})
+            if result is not None:
+                return result
         index = -1
         foreign = False
         for arg in args:
@@ -765,9 +830,13 @@ def _in_forked_child(self, func, types, args=(), kwargs=None):
     kwargs = kwargs or {}
     values = [*args, *kwargs.values()]
     values += [item for value in values if type(value) in (list, tuple) for item in value]
-    touches = any(type(value) is ShadowTensor for value in values) or _wants_shadow(kwargs.get("device"))
-    if touches or func in _ACCELERATOR_METHODS.values():
-        raise RuntimeError(BAD_FORK.format(kind=_backend.kind.upper()))
+    initialises = (
+        func in _ACCELERATOR_METHODS.values()
+        or _wants_shadow(kwargs.get("device"))
+        or (func is torch.Tensor.to and any(_wants_shadow(value) for value in args[1:] if type(value) is not bool))
+    )
+    if initialises or any(type(value) is ShadowTensor for value in values):
+        raise _backend.used_in_forked_child(initialises)
     return _ShadowMode._in_parent(self, func, types, args, kwargs)
 
 

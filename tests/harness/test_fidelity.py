@@ -237,20 +237,39 @@ class _Rows(torch.utils.data.Dataset):
         return self.data[index] * 2
 
 
+class _MovedRows(_Rows):
+    def __getitem__(self, index):
+        return self.data[index].cuda()
+
+
 def test_device_tensors_in_forked_dataloader_workers_fail(shadow_cuda):
-    """A process forked after CUDA was initialised cannot use it: "Cannot re-initialize CUDA
-    in forked subprocess" (torch/cuda/__init__.py `_lazy_init`; the pthread_atfork handler
-    of torch/csrc/cuda/Module.cpp). DataLoader re-raises the worker's error."""
+    """A process forked after CUDA was initialised cannot use it. An op on a tensor the
+    parent made there gets the runtime's "CUDA error: initialization error", a
+    `torch.AcceleratorError` (seen on an H200 with `scripts/gpu-check`); DataLoader
+    re-raises the worker's error with its type."""
     loader = torch.utils.data.DataLoader(_Rows(torch.arange(8.0, device="cuda")), batch_size=4, num_workers=2)
+    with pytest.raises(
+        torch.AcceleratorError, match="Caught AcceleratorError in DataLoader worker process 0"
+    ) as caught:
+        list(loader)
+    assert "CUDA error: initialization error" in str(caught.value)
+    del caught
+    host_loader = torch.utils.data.DataLoader(_Rows(torch.arange(8.0)), batch_size=4, num_workers=2)
+    assert [batch.cuda().tolist() for batch in host_loader] == [[0, 2, 4, 6], [8, 10, 12, 14]]
+
+
+def test_initialising_the_accelerator_in_a_forked_worker_is_refused(shadow_cuda):
+    """Moving to CUDA (or making a tensor there) in the child initialises it, which
+    torch/cuda/__init__.py `_lazy_init` refuses after the fork (the pthread_atfork
+    handler of torch/csrc/cuda/Module.cpp)."""
+    torch.zeros(1, device="cuda")  # the parent uses CUDA before forking
+    loader = torch.utils.data.DataLoader(_MovedRows(torch.arange(8.0)), batch_size=4, num_workers=2)
     with pytest.raises(RuntimeError, match="Caught RuntimeError in DataLoader worker process 0") as caught:
         list(loader)
     assert (
         "Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, "
         "you must use the 'spawn' start method" in str(caught.value)
     )
-    del caught
-    host_loader = torch.utils.data.DataLoader(_Rows(torch.arange(8.0)), batch_size=4, num_workers=2)
-    assert [batch.cuda().tolist() for batch in host_loader] == [[0, 2, 4, 6], [8, 10, 12, 14]]
 
 
 def _run(path: Path, context) -> tuple[str, dict]:
@@ -260,6 +279,9 @@ def _run(path: Path, context) -> tuple[str, dict]:
     return printed.getvalue(), _observables(namespace, torch)
 
 
+@pytest.mark.skipif(
+    torch.cuda.is_available(), reason="the fix's plain run would use this machine's GPU; scripts/gpu-check compares"
+)
 @pytest.mark.parametrize("original", ORIGINALS, ids=lambda path: path.stem)
 def test_fidelity_program_fails_like_a_gpu_and_its_fix_runs_like_the_cpu(original):
     expected = re.search(r"^# expect-error: (.+)$", original.read_text(), re.M).group(1)

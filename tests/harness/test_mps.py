@@ -12,6 +12,7 @@ from devlint.harness.verify import RunSpec, plan, run_program
 
 
 def test_a_shadow_mac_answers_like_a_mac_and_is_restored():
+    before = torch.cuda.is_available(), torch.backends.mps.is_available(), torch.accelerator.current_accelerator()
     with shadow_accelerator("mps"):
         assert not torch.cuda.is_available()
         assert torch.backends.mps.is_available() and torch.accelerator.is_available()
@@ -22,7 +23,8 @@ def test_a_shadow_mac_answers_like_a_mac_and_is_restored():
         assert torch.ones(2).to("mps").is_mps
         with pytest.raises(AssertionError, match="Torch not compiled with CUDA enabled"):
             torch.ones(2).cuda()
-    assert not torch.backends.mps.is_available() and torch.accelerator.current_accelerator() is None
+    after = torch.cuda.is_available(), torch.backends.mps.is_available(), torch.accelerator.current_accelerator()
+    assert after == before
 
 
 def test_a_shadow_xpu_machine():
@@ -79,3 +81,16 @@ def test_a_fix_that_only_works_where_the_accelerator_is_cuda_fails_on_a_shadow_m
     assert on_mac.status == "error"
     assert on_mac.error == "RuntimeError: Tensor for argument weight is on cpu but expected on mps"
     assert on_mac.location == "line 11: print(model(batch).sum().item())"
+
+
+def test_a_shadow_mac_on_a_cuda_machine_has_no_cuda(monkeypatch):
+    """On a GPU machine (as on an H200 with `scripts/gpu-check`) the shadow Mac must still
+    be a Mac: a script's `if torch.cuda.is_available()` branch would put real CUDA tensors
+    beside the shadow's. A CUDA shadow likewise presents no MPS or XPU."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    with shadow_accelerator("mps"):
+        assert not torch.cuda.is_available() and torch.cuda.device_count() == 0
+    with shadow_accelerator("cuda"):
+        assert not torch.backends.mps.is_available() and not torch.xpu.is_available()
+    assert torch.cuda.is_available() and torch.backends.mps.is_available()
