@@ -257,7 +257,28 @@ class TorchCalls:
                     return self.model.at_call(function, returned, values, bound)
         if summary.returns is None:
             return None
-        return self.model.at_call(function, summary.returns, values, bound)
+        returned = self.model.at_call(function, summary.returns, values, bound)
+        through = self.model.passed_on(function)
+        if through is not None:
+            returned = self._passed_on(returned, through, values)
+        return returned
+
+    def _passed_on(self, returned: AbstractValue, through: tuple, values: dict[str, AbstractValue]) -> AbstractValue:
+        """What a function that returns items of its parameters (`return loss, out["feat"]`)
+        returns to this call, where its summary could not tell: the items of the arguments."""
+
+        def item(entry, known: AbstractValue) -> AbstractValue:
+            if entry is None or known.kind is not Kind.UNKNOWN or known.device.known:
+                return known
+            name, subscript = entry
+            argument = values.get(name)
+            return known if argument is None else self.item_of(subscript, argument)
+
+        if through[0] == "single":
+            return item(through[1], returned)
+        if returned.elements is None or len(returned.elements) != len(through[1]):
+            return returned
+        return replace(returned, elements=tuple(item(e, v) for e, v in zip(through[1], returned.elements)))
 
     def _self_attributes(self, state: State) -> dict[str, AbstractValue]:
         """`self.<attr>` (by attr) as this method knows it here: bound on its path, or
@@ -309,7 +330,10 @@ class TorchCalls:
                     cpu, other = (module_side, operand) if module.device.is_cpu else (operand, module_side)
                     self._conflict(Conflict(node, cpu, other, "module"))
                     break
-            return AbstractValue(Kind.UNKNOWN, module.device, None, module.origin, module.source, module.how)
+            kind = Kind.UNKNOWN
+            if module.instance_of and self.model.forward_returns_a_tensor(module.instance_of):
+                kind = Kind.TENSOR  # its items are tensors too (`out[0][0]`)
+            return AbstractValue(kind, module.device, None, module.origin, module.source, module.how)
         if module.stateless and layer not in T.MIXED_INPUT_LAYERS:
             # a loss is an operation on its inputs, and no CPU scalar may join them
             self._check_operands(node, tensors, elementwise=False)

@@ -384,6 +384,14 @@ TENSOR_ONLY_METHODS = frozenset(
      "new_zeros", "new_ones", "new_empty", "new_full"}
 )  # fmt: skip
 TENSOR_ONLY_ATTRS = frozenset({"is_cuda"})
+# torch functions that return several tensors (or none), not one.
+SEVERAL_TENSORS = frozenset(
+    {"split", "chunk", "unbind", "tensor_split", "hsplit", "vsplit", "dsplit", "meshgrid", "broadcast_tensors",
+     "sort", "topk", "max", "min", "median", "mode", "kthvalue", "aminmax", "var_mean", "std_mean", "unique",
+     "unique_consecutive", "histogram", "lstsq", "qr", "svd", "eig", "eigh", "slogdet", "lu", "frexp", "where",
+     "nonzero", "save", "manual_seed", "no_grad", "is_tensor", "numel", "is_floating_point", "Size", "device",
+     "Generator", "from_numpy"}
+)  # fmt: skip
 
 # Operations that join a sequence of tensors into one.
 JOINING_OPS = frozenset({"cat", "concat", "concatenate", "stack"})

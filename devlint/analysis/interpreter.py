@@ -1112,6 +1112,10 @@ class ScopeEvaluator(TorchCalls):
                         self._conflict(Conflict(node, Operand(node.value, value),
                                                 Operand(element.slice.value, index), "index"))  # fmt: skip
                         break
+        return self.item_of(node, value)
+
+    def item_of(self, node: cst.Subscript, value: AbstractValue) -> AbstractValue:
+        """`node`, a subscript of `value`: what indexing that value gives."""
         if value.kind in (Kind.TENSOR, Kind.BATCH):
             zero_dim = False if value.kind is Kind.BATCH or _keeps_a_dimension(node) else None
             return AbstractValue(Kind.TENSOR, value.device, zero_dim, value.origin, value.source, value.how,

@@ -19,6 +19,7 @@ from devlint.analysis.tree import (
     keyword_arg,
     positional_args,
     statement_suites,
+    statements,
     string_value,
 )
 from devlint.analysis.calls import is_true_arg
@@ -62,6 +63,8 @@ class FileModel(RelevanceGate, CallContexts):
         self._registered: dict[int, frozenset[str] | None] = {}
         self._holds_params: dict[int, bool] = {}
         self._relevant: dict[int, bool] = {}
+        self._passed_on: dict[int, tuple | None] = {}
+        self._forward_tensor: dict[int, bool] = {}
         self._relevant_globals: frozenset[str] | None = None
         self._source_callables: tuple[frozenset[str], frozenset[str], frozenset[str]] | None = None
         self.functions: dict[str, cst.FunctionDef | None] = {}  # module-level defs (None: defined twice)
@@ -225,6 +228,32 @@ class FileModel(RelevanceGate, CallContexts):
             if found is not None:
                 return found
         return None
+
+    def forward_returns_a_tensor(self, class_name: str) -> bool:
+        """Does the `forward` of the file's module class `class_name` return one tensor on
+        every path: a torch function's result (`F.interpolate(...)`), or a tensor-only
+        method's? Then calling an instance gives a tensor, and indexing it gives tensors."""
+        cls = self.classes.get(class_name)
+        if cls is None:
+            return False
+        known = self._forward_tensor.get(id(cls))
+        if known is None:
+            forward = self.method(cls, "forward")
+            returns = [] if forward is None else [
+                n for n in statements(forward.body, enter_definitions=False) if type(n) is cst.Return
+            ]  # fmt: skip
+            known = bool(returns) and all(self._returns_a_tensor(r.value) for r in returns)
+            self._forward_tensor[id(cls)] = known
+        return known
+
+    def _returns_a_tensor(self, value: cst.BaseExpression | None) -> bool:
+        if type(value) is not cst.Call:
+            return False
+        func = value.func
+        if type(func) is cst.Attribute and func.attr.value in T.TENSOR_ONLY_METHODS - {"size", "dim", "numel"}:
+            return True
+        qualified = self.qualify(func, frozenset()) or ""
+        return qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] not in T.SEVERAL_TENSORS
 
     def only_method_named(self, name: str) -> cst.FunctionDef | None:
         """The method `name` when one top-level class of the file alone defines it, and

@@ -48,8 +48,17 @@ class RelevanceGate:
                 names, called = names | methods, called | functions
             known = _mentions_sources(self.ctx.tree, function, self._globals_with_sources(), attributes, names,
                                       called)  # fmt: skip
+            if not known and cls is None and not _base and type(function) is cst.FunctionDef:
+                known = self.passed_on(function) is not None
             self._relevant[key] = known
         return known
+
+    def passed_on(self, function: cst.FunctionDef) -> tuple | None:
+        """`passed_on(function)` for a module-level function (None for a method)."""
+        key = id(function)
+        if key not in self._passed_on:
+            self._passed_on[key] = passed_on(function) if self.class_of.get(key) is None else None
+        return self._passed_on[key]
 
     def _callables(self) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
         """The module-level functions, the module classes, and the methods of top-level
@@ -207,6 +216,37 @@ def _mentions_sources(
         elif child_type is cst.Attribute and attributes and child.attr.value in attributes:
             return True
     return False
+
+
+def _passes_a_parameter_on(function: cst.FunctionDef) -> bool:
+    """Does a module-level function return an item of a parameter (`out["logits"]`,
+    `batch[0]`), alone or in a tuple? What it returns is then what its callers hand it (a
+    model's outputs), which only its summary can tell them."""
+    return passed_on(function) is not None
+
+
+def passed_on(function: cst.FunctionDef) -> tuple | None:
+    """The items of its parameters that a function returns from its one `return`:
+    ("single", (param, subscript)) for `return out["logits"]`, ("tuple", entries) for
+    `return loss, out["logits"]` (an entry None where the element is not one), or None."""
+    params = {p.name.value for p in (*function.params.posonly_params, *function.params.params)}
+    if not params:
+        return None
+    returns = [n for n in statements(function.body, enter_definitions=False) if type(n) is cst.Return]
+    if len(returns) != 1 or returns[0].value is None:
+        return None
+
+    def entry(value: cst.BaseExpression) -> tuple[str, cst.Subscript] | None:
+        if type(value) is cst.Subscript and type(value.value) is cst.Name and value.value.value in params:
+            return value.value.value, value
+        return None
+
+    value = returns[0].value
+    if type(value) is cst.Tuple:
+        entries = tuple(entry(e.value) if type(e) is cst.Element else None for e in value.elements)
+        return ("tuple", entries) if any(entries) else None
+    found = entry(value)
+    return ("single", found) if found is not None else None
 
 
 def _module_names_bound(stmt: cst.CSTNode) -> set[str]:

@@ -34,6 +34,57 @@ def _argument(call: cst.Call, keyword: str, position: int | None) -> cst.Arg | N
     return positional[position] if position < len(positional) else None
 
 
+def _class_body(cls: cst.ClassDef) -> list[cst.CSTNode]:
+    return list(cls.body.body) if type(cls.body) is cst.IndentedBlock else []
+
+
+def _module_assignments(tree) -> dict[str, list[cst.BaseExpression]]:
+    """Every value assigned to each plain name, anywhere in the file."""
+    bound: dict[str, list[cst.BaseExpression]] = {}
+    for node in tree.nodes:
+        if type(node) is cst.Assign:
+            for target in node.targets:
+                if type(target.target) is cst.Name:
+                    bound.setdefault(target.target.value, []).append(node.value)
+    return bound
+
+
+def _calls_of(value: cst.BaseExpression | None, bound: dict[str, list[cst.BaseExpression]]) -> list[cst.Call]:
+    """The calls `value` is, directly or through the names it was assigned from."""
+    if type(value) is cst.Call:
+        return [value]
+    if type(value) is cst.Name:
+        return [v for v in bound.get(value.value, []) if type(v) is cst.Call]
+    return []
+
+
+def _instantiated(value: cst.BaseExpression, bound: dict[str, list[cst.BaseExpression]], classes: set[str],
+                  depth: int = 0) -> set[str]:  # fmt: skip
+    """The file's classes among `classes` that `value` instantiates: `C()`, or an element
+    of the list or tuple a call such as `Compose([...])` is given, through names too."""
+    if depth > 4:
+        return set()
+    if type(value) is cst.Name:
+        found: set[str] = set()
+        for assigned in bound.get(value.value, []):
+            found |= _instantiated(assigned, bound, classes, depth + 1)
+        return found
+    if type(value) in (cst.List, cst.Tuple):
+        found = set()
+        for element in value.elements:
+            found |= _instantiated(element.value, bound, classes, depth + 1)
+        return found
+    if type(value) is cst.Call:
+        if type(value.func) is cst.Name and value.func.value in classes:
+            return {value.func.value}
+        found = set()
+        for arg in value.args:
+            if type(arg.value) in (cst.List, cst.Tuple):
+                found |= _instantiated(arg.value, bound, classes, depth + 1)
+        return found
+    return set()
+
+
 _SAMPLING_OPTIONS = frozenset({"generator", "sampler", "batch_sampler", "shuffle"})
 
 
@@ -251,7 +302,9 @@ class AcceleratorTensorInDataset(Rule):
     that names the accelerator, or a `self.<attr>` the class assigned from one. A
     device the dataset was handed (a parameter) may be the CPU and is not reported.
     The same holds of a module-level function passed as `collate_fn=` to a
-    `DataLoader` whose `num_workers` is given and not 0: it runs in the workers too.
+    `DataLoader` whose `num_workers` is given and not 0, and of the `__call__` of a
+    module-level class whose instance transforms the items of a dataset such a loader
+    reads (`transform=ToCuda()`, alone or in a `Compose` list): they run in the workers too.
 
     ## Why is this bad?
     With `num_workers > 0` the `DataLoader` workers are forked processes, which cannot
@@ -286,9 +339,10 @@ class AcceleratorTensorInDataset(Rule):
         self._classes: dict[str, cst.ClassDef] | None = None  # the file's classes by name
         self._accelerator_names: frozenset[str] | None = None
         self._collators: frozenset[str] | None = None  # functions collating for loaders with workers
+        self._transforms: frozenset[str] | None = None  # classes transforming items in workers
 
     def visit_Call(self, node: cst.Call) -> None:
-        method = self._dataset_method()
+        method = self._dataset_method() or self._transform_method()
         if method is None:
             collate = self._collate_function()
             if collate is None:
@@ -312,6 +366,16 @@ class AcceleratorTensorInDataset(Rule):
                 self._report(node, function, f"`device={self.source_of(target.value)}`")
 
     def _report(self, node: cst.Call, function: cst.FunctionDef, what: str) -> None:
+        if function.name.value == "__call__":
+            cls = self.ctx.parent(self.ctx.parent(function))
+            self.report(
+                node,
+                f"{what} in `{cls.name.value}.__call__`, a transform of a dataset that DataLoader worker processes "
+                "read, puts items on the accelerator: the workers cannot use CUDA (`Cannot re-initialize CUDA in "
+                "forked subprocess`); transform CPU tensors and move each batch in the training loop "
+                "(`pin_memory=True`, `.to(device, non_blocking=True)`)",
+            )
+            return
         if function.name.value in self._collate_functions():
             self.report(
                 node,
@@ -343,6 +407,59 @@ class AcceleratorTensorInDataset(Rule):
             return cls, function
         return None
 
+    def _transform_method(self) -> tuple[cst.ClassDef, cst.FunctionDef] | None:
+        """The class and its `__call__` around the current node, where the class is a
+        transform of a dataset that a DataLoader with worker processes reads."""
+        ancestors = self.ctx.ancestors
+        if len(ancestors) < 3 or type(ancestors[1]) is not cst.ClassDef:
+            return None
+        cls = ancestors[1]
+        function = next((n for n in ancestors[2:] if type(n) is cst.FunctionDef), None)
+        if (
+            function is None
+            or function.name.value != "__call__"
+            or self.ctx.parent(self.ctx.parent(function)) is not cls
+        ):
+            return None
+        return (cls, function) if cls.name.value in self._transform_classes() else None
+
+    def _transform_classes(self) -> frozenset[str]:
+        """Module-level classes with `__call__` whose instances transform the items of a
+        dataset (`transform=`, `target_transform=`, `transforms=`, alone or in the list of a
+        `Compose`) that a DataLoader with worker processes reads."""
+        if self._transforms is None:
+            classes = {
+                n.name.value
+                for n in self.ctx.module.body
+                if type(n) is cst.ClassDef
+                and any(type(f) is cst.FunctionDef and f.name.value == "__call__" for f in _class_body(n))
+            }
+            names: set[str] = set()
+            if classes:
+                bound = _module_assignments(self.ctx.tree)
+                for loader in self._worker_loaders():
+                    dataset = _argument(loader, "dataset", 0)
+                    for call in _calls_of(dataset.value if dataset else None, bound):
+                        for keyword in ("transform", "target_transform", "transforms"):
+                            given = keyword_arg(call, keyword)
+                            if given is not None:
+                                names |= _instantiated(given.value, bound, classes)
+            self._transforms = frozenset(names)
+        return self._transforms
+
+    def _worker_loaders(self) -> list[cst.Call]:
+        """DataLoader calls whose `num_workers` is given and not 0, started with fork."""
+        loaders = []
+        for node in self.ctx.tree.nodes:
+            if type(node) is not cst.Call or not self._names_loader(node.func):
+                continue
+            workers = keyword_arg(node, "num_workers")
+            if workers is None or (type(workers.value) is cst.Integer and workers.value.evaluated_value == 0):
+                continue
+            if keyword_arg(node, "multiprocessing_context") is None:  # "spawn" workers can use CUDA
+                loaders.append(node)
+        return loaders
+
     def _collate_function(self) -> cst.FunctionDef | None:
         """The module-level function around the current node, where a DataLoader with
         worker processes collates with it."""
@@ -362,17 +479,9 @@ class AcceleratorTensorInDataset(Rule):
             names = set()
             functions = {n.name.value for n in self.ctx.module.body if type(n) is cst.FunctionDef}
             if functions:
-                for node in self.ctx.tree.nodes:
-                    if type(node) is not cst.Call or not self._names_loader(node.func):
-                        continue
-                    collate, workers = keyword_arg(node, "collate_fn"), keyword_arg(node, "num_workers")
-                    if collate is None or workers is None or type(collate.value) is not cst.Name:
-                        continue
-                    if type(workers.value) is cst.Integer and workers.value.evaluated_value == 0:
-                        continue
-                    if keyword_arg(node, "multiprocessing_context") is not None:
-                        continue  # workers started with "spawn" can use CUDA
-                    if collate.value.value in functions:
+                for loader in self._worker_loaders():
+                    collate = keyword_arg(loader, "collate_fn")
+                    if collate is not None and type(collate.value) is cst.Name and collate.value.value in functions:
                         names.add(collate.value.value)
             self._collators = frozenset(names)
         return self._collators
