@@ -59,6 +59,8 @@ class TorchCalls:
                 state.forget_attributes(arg.value.value)  # `to_host(runner)` may replace `runner.model`
         if qualified is not None:
             if qualified.startswith("numpy."):
+                if qualified in _ARRAYS and node.args and self._opens_a_picture(node.args[0].value):
+                    return _PICTURE_ARRAY  # `np.array(Image.open(p).convert("RGB"))`: rows and columns
                 return OTHER  # NumPy gives arrays and numbers in host memory, never a tensor
             result = self._torch_call(qualified, node, args, state)
             if result == UNKNOWN and not qualified.startswith("torch."):
@@ -561,6 +563,8 @@ class TorchCalls:
                 return True
             if type(first) in (cst.List, cst.Tuple) and first.elements:
                 return False
+            if self.result.values.get(id(first)) == _PICTURE_ARRAY:
+                return False
             return None
         size_arg = keyword_arg(node, "size")
         if size_arg is not None:
@@ -635,8 +639,20 @@ class TorchCalls:
 
     # -- methods -----------------------------------------------------------------------
 
+    def _opens_a_picture(self, expr: cst.BaseExpression) -> bool:
+        """Is `expr` a picture PIL opened (`Image.open(p)`, and its `.convert(...)`s)?"""
+        while type(expr) is cst.Call:
+            if self.qualified(expr.func) == "PIL.Image.open":
+                return True
+            if type(expr.func) is not cst.Attribute:
+                return False
+            expr = expr.func.value
+        return False
+
     def _method_call(self, node: cst.Call, name: str, receiver: AbstractValue, receiver_expr,
                      args: list[AbstractValue], state: State) -> AbstractValue:  # fmt: skip
+        if receiver == _PICTURE_ARRAY and name in ("copy", "astype"):
+            return receiver
         receiver = self._module_if_evident(receiver, receiver_expr)
         if name in T.MOVE_METHODS:
             return self._move(node, name, receiver, receiver_expr, state)
@@ -885,6 +901,10 @@ class TorchCalls:
         if not self.phase1 and id(node) not in self.result.snapshots:
             self.result.snapshots[id(node)] = (self.params, state.mark())
 
+
+_ARRAYS = frozenset({"numpy.array", "numpy.asarray"})
+# A NumPy array of a picture: host data with rows and columns, never 0-dim.
+_PICTURE_ARRAY = replace(OTHER, zero_dim=False)
 
 _READING_BUILTINS = frozenset(
     {"len", "print", "sum", "min", "max", "any", "all", "zip", "enumerate", "iter", "list", "tuple",
