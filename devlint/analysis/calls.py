@@ -332,9 +332,10 @@ class TorchCalls:
                     cpu, other = (module_side, operand) if module.device.is_cpu else (operand, module_side)
                     self._conflict(Conflict(node, cpu, other, "module"))
                     break
-            kind = Kind.UNKNOWN
-            if module.instance_of and self.model.forward_returns_a_tensor(module.instance_of):
-                kind = Kind.TENSOR  # its items are tensors too (`out[0][0]`)
+            returns = self.model.forward_returns(module.instance_of) if module.instance_of else ""
+            if returns == "other":
+                return UNKNOWN  # `out, lengths = encoder(x, n)`: the lengths are on the CPU
+            kind = Kind.TENSOR if returns == "tensor" else Kind.UNKNOWN  # a tensor's items are tensors (`out[0][0]`)
             return AbstractValue(kind, module.device, None, module.origin, module.source, module.how)
         if module.stateless and layer not in T.MIXED_INPUT_LAYERS:
             # a loss is an operation on its inputs, and no CPU scalar may join them
@@ -644,8 +645,8 @@ class TorchCalls:
         while type(expr) is cst.Call:
             if self.qualified(expr.func) == "PIL.Image.open":
                 return True
-            if type(expr.func) is not cst.Attribute:
-                return False
+            if type(expr.func) is not cst.Attribute or expr.func.attr.value not in _PICTURE_METHODS:
+                return False  # `.getpixel(...)` is one pixel
             expr = expr.func.value
         return False
 
@@ -903,6 +904,8 @@ class TorchCalls:
 
 
 _ARRAYS = frozenset({"numpy.array", "numpy.asarray"})
+# PIL Image methods that give a picture again.
+_PICTURE_METHODS = frozenset({"convert", "resize", "crop", "rotate", "transpose", "copy", "filter", "reduce"})
 # A NumPy array of a picture: host data with rows and columns, never 0-dim.
 _PICTURE_ARRAY = replace(OTHER, zero_dim=False)
 

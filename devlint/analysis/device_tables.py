@@ -392,6 +392,12 @@ SEVERAL_TENSORS = frozenset(
      "nonzero", "save", "manual_seed", "no_grad", "is_tensor", "numel", "is_floating_point", "Size", "device",
      "Generator", "from_numpy"}
 )  # fmt: skip
+# torch modules whose functions return other things than one tensor (sequences packed
+# with their CPU lengths, distributions, optimisers, ...).
+NOT_TENSOR_MODULES = (
+    "torch.nn.utils.", "torch.distributions.", "torch.utils.", "torch.optim.", "torch.cuda.", "torch.backends.",
+    "torch.jit.", "torch.onnx.", "torch.autograd.", "torch.distributed.", "torch.accelerator.",
+)  # fmt: skip
 
 # Operations that join a sequence of tensors into one.
 JOINING_OPS = frozenset({"cat", "concat", "concatenate", "stack"})

@@ -64,7 +64,7 @@ class FileModel(RelevanceGate, CallContexts):
         self._holds_params: dict[int, bool] = {}
         self._relevant: dict[int, bool] = {}
         self._passed_on: dict[int, tuple | None] = {}
-        self._forward_tensor: dict[int, bool] = {}
+        self._forward_tensor: dict[int, str] = {}
         self._relevant_globals: frozenset[str] | None = None
         self._source_callables: tuple[frozenset[str], frozenset[str], frozenset[str]] | None = None
         self.functions: dict[str, cst.FunctionDef | None] = {}  # module-level defs (None: defined twice)
@@ -229,22 +229,34 @@ class FileModel(RelevanceGate, CallContexts):
                 return found
         return None
 
-    def forward_returns_a_tensor(self, class_name: str) -> bool:
-        """Does the `forward` of the file's module class `class_name` return one tensor on
-        every path: a torch function's result (`F.interpolate(...)`), or a tensor-only
-        method's? Then calling an instance gives a tensor, and indexing it gives tensors."""
+    def forward_returns(self, class_name: str) -> str:
+        """What the `forward` of the file's module class `class_name` returns on every
+        path: "tensor" for one torch function's result (`F.interpolate(...)`) or a
+        tensor-only method's (calling an instance gives a tensor, and indexing it gives
+        tensors); "other" where some path returns what a torch utility module makes
+        (`pad_packed_sequence`: its lengths stay on the CPU); "" where it does not say."""
         cls = self.classes.get(class_name)
         if cls is None:
-            return False
+            return ""
         known = self._forward_tensor.get(id(cls))
         if known is None:
             forward = self.method(cls, "forward")
             returns = [] if forward is None else [
-                n for n in statements(forward.body, enter_definitions=False) if type(n) is cst.Return
+                n.value for n in statements(forward.body, enter_definitions=False) if type(n) is cst.Return
             ]  # fmt: skip
-            known = bool(returns) and all(self._returns_a_tensor(r.value) for r in returns)
+            if any(self._returns_from_utilities(value) for value in returns):
+                known = "other"
+            elif returns and all(self._returns_a_tensor(value) for value in returns):
+                known = "tensor"
+            else:
+                known = ""
             self._forward_tensor[id(cls)] = known
         return known
+
+    def _returns_from_utilities(self, value: cst.BaseExpression | None) -> bool:
+        if type(value) is not cst.Call:
+            return False
+        return (self.qualify(value.func, frozenset()) or "").startswith(T.NOT_TENSOR_MODULES)
 
     def _returns_a_tensor(self, value: cst.BaseExpression | None) -> bool:
         if type(value) is not cst.Call:
@@ -253,7 +265,14 @@ class FileModel(RelevanceGate, CallContexts):
         if type(func) is cst.Attribute and func.attr.value in T.TENSOR_ONLY_METHODS - {"size", "dim", "numel"}:
             return True
         qualified = self.qualify(func, frozenset()) or ""
-        return qualified.startswith("torch.") and qualified.rsplit(".", 1)[-1] not in T.SEVERAL_TENSORS
+        last = qualified.rsplit(".", 1)[-1]
+        # a function (not a class such as a distribution or a layer) of torch's tensor API
+        return (
+            qualified.startswith("torch.")
+            and not qualified.startswith(T.NOT_TENSOR_MODULES)
+            and last[:1].islower()
+            and last not in T.SEVERAL_TENSORS
+        )
 
     def only_method_named(self, name: str) -> cst.FunctionDef | None:
         """The method `name` when one top-level class of the file alone defines it, and

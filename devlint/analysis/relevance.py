@@ -230,9 +230,11 @@ def passed_on(function: cst.FunctionDef) -> tuple | None:
     ("single", (param, subscript)) for `return out["logits"]`, ("tuple", entries) for
     `return loss, out["logits"]` (an entry None where the element is not one), or None."""
     params = {p.name.value for p in (*function.params.posonly_params, *function.params.params)}
+    body = list(statements(function.body, enter_definitions=False))
+    params -= _rebound(body)  # `image = image.cpu().numpy(); return image[0]` is not the argument's item
     if not params:
         return None
-    returns = [n for n in statements(function.body, enter_definitions=False) if type(n) is cst.Return]
+    returns = [n for n in body if type(n) is cst.Return]
     if len(returns) != 1 or returns[0].value is None:
         return None
 
@@ -247,6 +249,22 @@ def passed_on(function: cst.FunctionDef) -> tuple | None:
         return ("tuple", entries) if any(entries) else None
     found = entry(value)
     return ("single", found) if found is not None else None
+
+
+def _rebound(body: list[cst.CSTNode]) -> set[str]:
+    """Names the statements assign (by assignment, a loop or a `with ... as`)."""
+    names: set[str] = set()
+    for node in body:
+        if type(node) is cst.Assign:
+            for target in node.targets:
+                names.update(bound_names(target.target))
+        elif type(node) in (cst.AnnAssign, cst.AugAssign, cst.For):
+            names.update(bound_names(node.target))
+        elif type(node) is cst.With:
+            for item in node.items:
+                if item.asname is not None:
+                    names.update(bound_names(item.asname.name))
+    return names
 
 
 def _module_names_bound(stmt: cst.CSTNode) -> set[str]:

@@ -38,15 +38,28 @@ def _class_body(cls: cst.ClassDef) -> list[cst.CSTNode]:
     return list(cls.body.body) if type(cls.body) is cst.IndentedBlock else []
 
 
-def _module_assignments(tree) -> dict[str, list[cst.BaseExpression]]:
-    """Every value assigned to each plain name, anywhere in the file."""
+def _assignments(nodes) -> dict[str, list[cst.BaseExpression]]:
+    """Every value assigned to each plain name among `nodes`."""
     bound: dict[str, list[cst.BaseExpression]] = {}
-    for node in tree.nodes:
+    for node in nodes:
         if type(node) is cst.Assign:
             for target in node.targets:
                 if type(target.target) is cst.Name:
                     bound.setdefault(target.target.value, []).append(node.value)
     return bound
+
+
+def _may_be_no_workers(value: cst.BaseExpression, bound: dict[str, list[cst.BaseExpression]]) -> bool:
+    """Is `num_workers=value` 0 on some branch: a literal 0, a name only ever assigned 0,
+    or a conditional with such a branch? Anything else may well start workers."""
+    if type(value) is cst.Integer:
+        return value.evaluated_value == 0
+    if type(value) is cst.IfExp:
+        return _may_be_no_workers(value.body, bound) or _may_be_no_workers(value.orelse, bound)
+    if type(value) is cst.Name:
+        assigned = bound.get(value.value, [])
+        return bool(assigned) and any(_may_be_no_workers(v, {}) for v in assigned)
+    return False
 
 
 def _calls_of(value: cst.BaseExpression | None, bound: dict[str, list[cst.BaseExpression]]) -> list[cst.Call]:
@@ -302,9 +315,11 @@ class AcceleratorTensorInDataset(Rule):
     that names the accelerator, or a `self.<attr>` the class assigned from one. A
     device the dataset was handed (a parameter) may be the CPU and is not reported.
     The same holds of a module-level function passed as `collate_fn=` to a
-    `DataLoader` whose `num_workers` is given and not 0, and of the `__call__` of a
-    module-level class whose instance transforms the items of a dataset such a loader
-    reads (`transform=ToCuda()`, alone or in a `Compose` list): they run in the workers too.
+    `DataLoader` whose `num_workers` is given and 0 on no branch, and of the `__call__` of
+    a module-level class whose instance transforms the items of a dataset such a loader
+    reads (`transform=ToCuda()`, alone or in a `Compose` list): they run in the workers
+    too, unless the workers are spawned (`multiprocessing_context=`, or
+    `set_start_method("spawn")` in the file). SPEC names only the dataset's methods.
 
     ## Why is this bad?
     With `num_workers > 0` the `DataLoader` workers are forked processes, which cannot
@@ -340,6 +355,7 @@ class AcceleratorTensorInDataset(Rule):
         self._accelerator_names: frozenset[str] | None = None
         self._collators: frozenset[str] | None = None  # functions collating for loaders with workers
         self._transforms: frozenset[str] | None = None  # classes transforming items in workers
+        self._loaders: list | None = None  # DataLoaders with forked workers, and their scopes' names
 
     def visit_Call(self, node: cst.Call) -> None:
         method = self._dataset_method() or self._transform_method()
@@ -436,8 +452,7 @@ class AcceleratorTensorInDataset(Rule):
             }
             names: set[str] = set()
             if classes:
-                bound = _module_assignments(self.ctx.tree)
-                for loader in self._worker_loaders():
+                for loader, bound in self._worker_loaders():
                     dataset = _argument(loader, "dataset", 0)
                     for call in _calls_of(dataset.value if dataset else None, bound):
                         for keyword in ("transform", "target_transform", "transforms"):
@@ -447,18 +462,38 @@ class AcceleratorTensorInDataset(Rule):
             self._transforms = frozenset(names)
         return self._transforms
 
-    def _worker_loaders(self) -> list[cst.Call]:
-        """DataLoader calls whose `num_workers` is given and not 0, started with fork."""
-        loaders = []
+    def _worker_loaders(self) -> list[tuple[cst.Call, dict[str, list[cst.BaseExpression]]]]:
+        """DataLoader calls that surely start forked worker processes, each with the values
+        its scope (else the module) assigns to each name: `num_workers` given, and not 0
+        on any branch (`NUM_WORKERS = 0`, `0 if cuda else 4`), no `multiprocessing_context`,
+        and no other start method set for the program (`mp.set_start_method("spawn")`)."""
+        if self._loaders is None:
+            self._loaders = []
+            if not self._sets_start_method():
+                module = _assignments(self.ctx.tree.walk_scope(self.ctx.module))
+                scopes = [self.ctx.module, *(n for n in self.ctx.tree.nodes if type(n) is cst.FunctionDef)]
+                for scope in scopes:
+                    nodes = self.ctx.tree.walk_scope(scope)
+                    loaders = [n for n in nodes if type(n) is cst.Call and self._names_loader(n.func)]
+                    if not loaders:
+                        continue
+                    bound = module if scope is self.ctx.module else {**module, **_assignments(nodes)}
+                    for loader in loaders:
+                        workers = keyword_arg(loader, "num_workers")
+                        if workers is None or keyword_arg(loader, "multiprocessing_context") is not None:
+                            continue
+                        if _may_be_no_workers(workers.value, bound):
+                            continue
+                        self._loaders.append((loader, bound))
+        return self._loaders
+
+    def _sets_start_method(self) -> bool:
         for node in self.ctx.tree.nodes:
-            if type(node) is not cst.Call or not self._names_loader(node.func):
-                continue
-            workers = keyword_arg(node, "num_workers")
-            if workers is None or (type(workers.value) is cst.Integer and workers.value.evaluated_value == 0):
-                continue
-            if keyword_arg(node, "multiprocessing_context") is None:  # "spawn" workers can use CUDA
-                loaders.append(node)
-        return loaders
+            if type(node) is cst.Call and node.args and string_value(node.args[0].value) in ("spawn", "forkserver"):
+                qualified = self.ctx.imports.qualify(node.func, frozenset()) or ""
+                if qualified.endswith("multiprocessing.set_start_method"):
+                    return True
+        return False
 
     def _collate_function(self) -> cst.FunctionDef | None:
         """The module-level function around the current node, where a DataLoader with
@@ -479,7 +514,7 @@ class AcceleratorTensorInDataset(Rule):
             names = set()
             functions = {n.name.value for n in self.ctx.module.body if type(n) is cst.FunctionDef}
             if functions:
-                for loader in self._worker_loaders():
+                for loader, _ in self._worker_loaders():
                     collate = keyword_arg(loader, "collate_fn")
                     if collate is not None and type(collate.value) is cst.Name and collate.value.value in functions:
                         names.add(collate.value.value)
