@@ -319,6 +319,13 @@ MODULE_BASES = frozenset(
 # Module methods that return the module itself (`.to` and friends move it in place).
 # Methods only a module has (an optimizer's `load_state_dict` aside, which is never moved
 # nor called with a tensor): a value of unknown kind they are called on is a module.
+# Words in the names of model classes (`GPTModel`, `ResNet`, `TransformerEncoder`): an
+# imported class so named, built and then moved by a statement of its own, is a model.
+MODEL_CLASS_WORDS = (
+    "Model", "Net", "Encoder", "Decoder", "Transformer", "GPT", "Bert", "BERT", "LSTM", "GRU", "RNN", "CNN",
+    "MLP", "Classifier", "Discriminator", "Autoencoder", "VAE", "UNet", "Unet",
+)  # fmt: skip
+
 MODULE_EVIDENCE = frozenset(
     {"eval", "load_state_dict", "parameters", "named_parameters", "named_modules", "modules", "children"}
 )

@@ -224,8 +224,37 @@ class ScopeEvaluator(TorchCalls):
             return False
         names = self._evident_modules
         if names is None:
-            names = self._evident_modules = frozenset(evident_modules(self.model.ctx.tree.walk_scope(self.scope)))
+            nodes = self.model.ctx.tree.walk_scope(self.scope)
+            names = self._evident_modules = frozenset(evident_modules(nodes) | self._built_and_moved(nodes))
         return expr.value in names
+
+    def _built_and_moved(self, nodes) -> set[str]:
+        """Names the scope binds only to an instance of a model class it imports from
+        outside torch (`model = GPTModel(cfg)`, a class named as models are) and moves with
+        a statement of its own (`model.to(device)`): a model moved in place. A `Trainer`
+        or a `Data` moved so is not taken for one."""
+        built: dict[str, bool] = {}
+        moved: set[str] = set()
+        for node in nodes:
+            if type(node) is cst.Assign:
+                for target in node.targets:
+                    if type(target.target) is cst.Name:
+                        name = target.target.value
+                        built[name] = built.get(name, True) and self._imported_model(node.value)
+            elif type(node) is cst.Expr and type(node.value) is cst.Call:
+                func = node.value.func
+                if type(func) is cst.Attribute and func.attr.value in ("to", "cuda") and type(func.value) is cst.Name:
+                    moved.add(func.value.value)
+        return {name for name in moved if built.get(name)}
+
+    def _imported_model(self, value: cst.BaseExpression) -> bool:
+        if type(value) is not cst.Call or type(value.func) is not cst.Name:
+            return False
+        name = value.func.value
+        if name in self.model.classes or not any(word in name for word in T.MODEL_CLASS_WORDS):
+            return False
+        qualified = self.model.ctx.imports.qualify(value.func, frozenset()) or ""
+        return bool(qualified) and not qualified.startswith(("torch.", "numpy."))
 
     # -- set-up ------------------------------------------------------------------------
 
