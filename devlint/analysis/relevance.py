@@ -5,7 +5,7 @@ interpreted. The others leave every value unknown, at no cost.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import libcst as cst
 
@@ -231,7 +231,7 @@ def passed_on(function: cst.FunctionDef) -> tuple | None:
     `return loss, out["logits"]` (an entry None where the element is not one), or None."""
     params = {p.name.value for p in (*function.params.posonly_params, *function.params.params)}
     body = list(statements(function.body, enter_definitions=False))
-    params -= _rebound(body)  # `image = image.cpu().numpy(); return image[0]` is not the argument's item
+    params -= _names_bound(body, with_targets=True)  # `image = image.cpu().numpy(); return image[0]`
     if not params:
         return None
     returns = [n for n in body if type(n) is cst.Return]
@@ -251,16 +251,17 @@ def passed_on(function: cst.FunctionDef) -> tuple | None:
     return ("single", found) if found is not None else None
 
 
-def _rebound(body: list[cst.CSTNode]) -> set[str]:
-    """Names the statements assign (by assignment, a loop or a `with ... as`)."""
+def _names_bound(nodes: Iterable[cst.CSTNode], *, with_targets: bool = False) -> set[str]:
+    """Names the statements among `nodes` assign (by assignment or a loop, and with
+    `with_targets` by a `with ... as`)."""
     names: set[str] = set()
-    for node in body:
+    for node in nodes:
         if type(node) is cst.Assign:
             for target in node.targets:
                 names.update(bound_names(target.target))
         elif type(node) in (cst.AnnAssign, cst.AugAssign, cst.For):
             names.update(bound_names(node.target))
-        elif type(node) is cst.With:
+        elif with_targets and type(node) is cst.With:
             for item in node.items:
                 if item.asname is not None:
                     names.update(bound_names(item.asname.name))
@@ -268,14 +269,7 @@ def _rebound(body: list[cst.CSTNode]) -> set[str]:
 
 
 def _module_names_bound(stmt: cst.CSTNode) -> set[str]:
-    names: set[str] = set()
-    for node in [stmt, *statements(stmt, enter_definitions=False)]:
-        if type(node) is cst.Assign:
-            for target in node.targets:
-                names.update(bound_names(target.target))
-        elif type(node) in (cst.AnnAssign, cst.AugAssign, cst.For):
-            names.update(bound_names(node.target))
-    return names
+    return _names_bound([stmt, *statements(stmt, enter_definitions=False)])
 
 
 def _self_attributes_assigned(method: cst.FunctionDef) -> set[str]:

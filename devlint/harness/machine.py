@@ -148,7 +148,7 @@ def _exchange_device(index: int) -> int:
     return previous
 
 
-def _device_of(original):
+def _shadow_device_of(original):
     def device_of(obj):
         return _DeviceContext(obj.get_device()) if type(obj) is ShadowTensor else original(obj)
 
@@ -301,7 +301,7 @@ def _queries(backend: Backend) -> dict:
     patches[module]["device"] = _DeviceContext
     patches[module]["Stream"] = patches[module]["Event"] = _Stream
     if backend.kind == "cuda":
-        patches[module]["device_of"] = _device_of(torch.cuda.device_of)
+        patches[module]["device_of"] = _shadow_device_of(torch.cuda.device_of)
         patches[module]["_exchange_device"] = patches[module]["_maybe_exchange_device"] = _exchange_device
         patches[torch.backends.cudnn] = {"is_acceptable": _cudnn_is_acceptable(torch.backends.cudnn.is_acceptable)}
         for dtype, name in _LEGACY_NAMES.items():

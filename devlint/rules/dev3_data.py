@@ -356,6 +356,7 @@ class AcceleratorTensorInDataset(Rule):
         self._collators: frozenset[str] | None = None  # functions collating for loaders with workers
         self._transforms: frozenset[str] | None = None  # classes transforming items in workers
         self._loaders: list | None = None  # DataLoaders with forked workers, and their scopes' names
+        self._module_values: dict[str, list[cst.BaseExpression]] | None = None  # module-level assignments
 
     def visit_Call(self, node: cst.Call) -> None:
         method = self._dataset_method() or self._transform_method()
@@ -470,7 +471,7 @@ class AcceleratorTensorInDataset(Rule):
         if self._loaders is None:
             self._loaders = []
             if not self._sets_start_method():
-                module = _assignments(self.ctx.tree.walk_scope(self.ctx.module))
+                module = self._module_assignments()
                 scopes = [self.ctx.module, *(n for n in self.ctx.tree.nodes if type(n) is cst.FunctionDef)]
                 for scope in scopes:
                     nodes = self.ctx.tree.walk_scope(scope)
@@ -486,6 +487,11 @@ class AcceleratorTensorInDataset(Rule):
                             continue
                         self._loaders.append((loader, bound))
         return self._loaders
+
+    def _module_assignments(self) -> dict[str, list[cst.BaseExpression]]:
+        if self._module_values is None:
+            self._module_values = _assignments(self.ctx.tree.walk_scope(self.ctx.module))
+        return self._module_values
 
     def _sets_start_method(self) -> bool:
         for node in self.ctx.tree.nodes:
@@ -608,14 +614,11 @@ class AcceleratorTensorInDataset(Rule):
     def _module_accelerator_names(self) -> frozenset[str]:
         """Module-level names every assignment of which names the accelerator."""
         if self._accelerator_names is None:
-            values: dict[str, list[cst.BaseExpression]] = {}
-            for node in self.ctx.tree.walk_scope(self.ctx.module):
-                if type(node) is cst.Assign:
-                    for target in node.targets:
-                        if type(target.target) is cst.Name:
-                            values.setdefault(target.target.value, []).append(node.value)
             names: frozenset[str] = frozenset()
-            for name, assigned in values.items():  # in source order: `DEVICE = device` after `device = ...`
+            for (
+                name,
+                assigned,
+            ) in self._module_assignments().items():  # in source order: `DEVICE = device` after `device = ...`
                 if all(self._names_accelerator_value(v, names) for v in assigned):
                     names |= {name}
             self._accelerator_names = names

@@ -14,19 +14,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBES = ROOT / "fixtures" / "harness" / "probes.py"
-DRIVER = """
-import runpy, sys, warnings
-warnings.simplefilter("ignore")
-from devlint.harness.machine import shadow_accelerator
-with shadow_accelerator(device_count=1):
-    runpy.run_path(sys.argv[1], run_name="__main__")
-"""
 
 
 def test_the_shadow_answers_every_probe_as_an_h200_did():
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     completed = subprocess.run(
-        [sys.executable, "-c", DRIVER, str(PROBES)], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT
+        [sys.executable, str(PROBES), "--shadow", "1"], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     expected = (PROBES.parent / "probes.cuda.txt").read_text().splitlines()
