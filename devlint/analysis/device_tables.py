@@ -219,6 +219,8 @@ NON_TENSOR_METHODS = frozenset(
 
 # Tensor attributes that are tensors on the tensor's own device, and ones that are not.
 TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "data", "grad", "real", "imag"})
+# attributes only a tensor has that are tensors: a model's output is a tensor where the code reads them
+TENSOR_VIEW_ATTRS = frozenset({"T", "mT", "H", "mH", "data"})
 NON_TENSOR_ATTRS = frozenset(
     {
         "shape", "dtype", "ndim", "is_cuda", "is_cpu", "is_mps", "is_xpu", "requires_grad",

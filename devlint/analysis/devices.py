@@ -24,6 +24,7 @@ from devlint.analysis.lattice import UNKNOWN, AbstractValue, Conflict, Source
 
 if TYPE_CHECKING:
     from devlint.analysis.context import FileContext
+    from devlint.analysis.contexts import CallRecord
     from devlint.analysis.interpreter import ScopeResult
 
 
@@ -42,6 +43,8 @@ class DeviceAnalysis:
         # the answer of `_results` for each innermost function (None: the module body)
         self._results_by_scope: dict[int, tuple[cst.CSTNode | None, list[ScopeResult]]] = {}
         self._left_on_cpu: dict[int, list[tuple[Conflict, cst.CSTNode]]] | None = None
+        self._passed: dict[int, Conflict | None] = {}  # by call: see `_passed_conflict`
+        self._records: dict[int, tuple[ScopeResult, dict[int, CallRecord]]] = {}  # a scope's calls, by call
 
     @classmethod
     def of(cls, ctx: FileContext) -> DeviceAnalysis:
@@ -74,8 +77,28 @@ class DeviceAnalysis:
         augmented assignment or call), on any path through the scope."""
         for result in self._results():
             if id(node) in result.values or id(node) in result.conflicts:
-                return result.conflicts.get(id(node))
+                found = result.conflicts.get(id(node))
+                if found is None and type(node) is cst.Call and result.calls:
+                    found = self._passed_conflict(result, node)
+                return found
         return None
+
+    def _passed_conflict(self, result: ScopeResult, node: cst.Call) -> Conflict | None:
+        """A CPU tensor the call hands to a function of the file, where it meets an
+        accelerator operand (`FileModel.passed_conflicts`); asked once per call."""
+        key = id(node)
+        if key not in self._passed:
+            record = self.record_of(result, node)
+            found = self.model.passed_conflicts(record, result.values) if record is not None else []
+            self._passed[key] = found[0] if found else None
+        return self._passed[key]
+
+    def record_of(self, result: ScopeResult, node: cst.Call) -> CallRecord | None:
+        """The call of a function of the file that `node` is, in `result`'s scope."""
+        held = self._records.get(id(result))
+        if held is None or held[0] is not result:
+            held = self._records[id(result)] = (result, {id(record.call): record for record in result.calls})
+        return held[1].get(id(node))
 
     def in_current_scope(self, node: cst.CSTNode) -> bool:
         """Was `node` evaluated in the innermost function (or module body) being walked?"""

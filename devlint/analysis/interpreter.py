@@ -19,6 +19,7 @@ from devlint.analysis import device_tables as T
 from devlint.analysis.lattice import (
     CPU,
     EMPTY_LIST,
+    NONE,
     OTHER,
     UNKNOWN,
     UNKNOWN_DEVICE,
@@ -925,8 +926,10 @@ class ScopeEvaluator(TorchCalls):
         return value
 
     def eval_Name(self, node: cst.Name, state: State) -> AbstractValue:
-        if node.value in ("None", "True", "False"):
+        if node.value in ("True", "False"):
             return OTHER
+        if node.value == "None":
+            return NONE
         if node.value not in self.shadowed and node.value in self.model.imports.aliases:
             return OTHER
         if node.value in T.BUILTINS_OTHER and node.value not in state.env and node.value not in self.shadowed:
@@ -968,6 +971,9 @@ class ScopeEvaluator(TorchCalls):
             if value is not None and value.kind is Kind.DEVICE and value.device.known:
                 if not self.model.set_from_outside(attr):  # `cfg.device = device` in a helper
                     return replace(value, device=accel(key)) if value.device.is_accel else value
+        if receiver.kind is Kind.UNKNOWN and receiver.device.known and attr in T.TENSOR_VIEW_ATTRS:
+            # `outputs.data` of a model's output: only a tensor has it, where the output is
+            return replace(receiver, kind=Kind.TENSOR, is_parameter=False, elements=None, item=False)
         if attr == "device" and receiver.kind is Kind.UNKNOWN:
             if receiver.device.known:
                 return AbstractValue(Kind.DEVICE, receiver.device, origin=receiver.origin)
@@ -1031,7 +1037,7 @@ class ScopeEvaluator(TorchCalls):
             return value
         values = self.result.values
         items = tuple([values[id(e.value)] for e in node.elements])
-        if all(item is OTHER for item in items):
+        if all(item is OTHER or item is NONE for item in items):
             return value  # a shape, or a tuple of names: nothing to follow
         return replace(value, elements=items)
 
@@ -1188,10 +1194,11 @@ def _as_passed(assumed: AbstractValue, passed: AbstractValue, *, keep_device: bo
     return passed
 
 
-_PLAIN_TYPES = frozenset(
-    {"int", "float", "str", "bool", "bytes", "complex", "tuple", "Tuple", "list", "List", "dict", "Dict",
-     "Optional", "Union", "Sequence", "None", "typing", "Literal"}
-)  # fmt: skip
+_PLAIN_TYPES = frozenset({"int", "float", "str", "bool", "bytes", "complex", "None", "typing", "Literal"})
+# plain only with plain items: a bare `Tuple` or `list` may hold tensors
+_PLAIN_CONTAINERS = frozenset(
+    {"tuple", "Tuple", "list", "List", "dict", "Dict", "Optional", "Union", "Sequence", "typing"}
+)
 
 
 def _declared_plain(param: cst.Param) -> bool:
@@ -1201,14 +1208,19 @@ def _declared_plain(param: cst.Param) -> bool:
 
 
 def _plain_type(node: cst.BaseExpression) -> bool:
-    """`int`, `tuple[int, int]`, `typing.Optional[int]`, `int | None`."""
+    """`int`, `tuple[int, int]`, `tuple[int, ...]`, `typing.Optional[int]`, `int | None`."""
     node_type = type(node)
+    if node_type is cst.Ellipsis:
+        return True
     if node_type is cst.Name or node_type is cst.Attribute:
         dotted = dotted_name(node)
         return dotted is not None and all(part in _PLAIN_TYPES for part in dotted.split("."))
     if node_type is cst.Subscript:
-        return _plain_type(node.value) and all(
-            type(e.slice) is cst.Index and _plain_type(e.slice.value) for e in node.slice
+        container = dotted_name(node.value)
+        return (
+            container is not None
+            and all(part in _PLAIN_CONTAINERS for part in container.split("."))
+            and all(type(e.slice) is cst.Index and _plain_type(e.slice.value) for e in node.slice)
         )
     if node_type is cst.BinaryOperation and type(node.operator) is cst.BitOr:
         return _plain_type(node.left) and _plain_type(node.right)

@@ -237,6 +237,7 @@ def join_items(a: AbstractValue | None, b: AbstractValue | None) -> AbstractValu
 
 UNKNOWN = AbstractValue()
 OTHER = AbstractValue(Kind.OTHER)
+NONE = AbstractValue(Kind.OTHER, how="None")  # the literal: an attribute's placeholder until it is set
 NO_ITEMS = AbstractValue(Kind.OTHER, how="no items")
 EMPTY_LIST = AbstractValue(Kind.OTHER, items=NO_ITEMS)
 
@@ -254,10 +255,13 @@ class Conflict:
     `cpu` is the operand on the CPU and `other` the one on the accelerator. `kind` is
     "operands" (elementwise or not), "inplace" (the CPU side is the output of an
     in-place operation), "module" (a module called with a tensor; one side is the
-    module) or "index" (a CPU tensor indexed by an accelerator index or mask).
+    module), "index" (a CPU tensor indexed by an accelerator index or mask) or
+    "passed" (a call of a function of the file hands in the CPU tensor, which meets the
+    other operand at `inner`, in that function).
     """
 
     node: cst.CSTNode
     cpu: Operand
     other: Operand
     kind: str = "operands"
+    inner: cst.CSTNode | None = None

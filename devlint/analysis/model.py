@@ -6,12 +6,22 @@ classes, which are nn.Modules, what they register and own, and the summary of
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import libcst as cst
 
 from devlint.analysis import device_tables as T
-from devlint.analysis.lattice import OTHER, UNKNOWN, UNKNOWN_DEVICE, AbstractValue, Kind, Operand, accel
+from devlint.analysis.lattice import (
+    NONE,
+    OTHER,
+    UNKNOWN,
+    UNKNOWN_DEVICE,
+    AbstractValue,
+    Conflict,
+    Kind,
+    Operand,
+    accel,
+)
 from devlint.analysis.tree import (
     call_parameters,
     decorator_names,
@@ -25,9 +35,9 @@ from devlint.analysis.tree import (
 from devlint.analysis.calls import is_true_arg
 from devlint.analysis.context import FileContext
 from devlint.analysis.guards import Implication
-from devlint.analysis.contexts import CallContext, CallContexts, matters, self_name
+from devlint.analysis.contexts import CallContext, CallContexts, CallRecord, matters, self_name
 from devlint.analysis.interpreter import ScopeEvaluator, ScopeResult, State, evident_modules
-from devlint.analysis.relevance import RelevanceGate, _self_attributes_assigned
+from devlint.analysis.relevance import RelevanceGate, _self_assignments, _self_attributes_assigned
 
 
 # CPU seconds the device analysis may spend on one file before it stops (a generated
@@ -41,6 +51,18 @@ _TRANSPARENT_DECORATORS = frozenset(
         "torch.enable_grad", "functools.lru_cache", "lru_cache", "functools.cache", "cache",
     }
 )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CallRerun:
+    """A function interpreted with one call's arguments (`result`), beside its
+    interpretation for any caller (`generic`); `arguments`: parameter -> (argument,
+    its value in the caller)."""
+
+    record: CallRecord
+    result: ScopeResult
+    generic: ScopeResult
+    arguments: dict[str, tuple[cst.BaseExpression, AbstractValue]]
 
 
 class FileModel(RelevanceGate, CallContexts):
@@ -81,6 +103,8 @@ class FileModel(RelevanceGate, CallContexts):
         self._contexts: dict[int, object] = {}
         self._contexts_running: set[int] = set()
         self._specialized: dict[int, ScopeResult] = {}
+        # see `rerun_for_call`: by call and the caller's values (kept, so that their id stays theirs)
+        self._reruns: dict[tuple[int, int], tuple[dict, CallRerun | None]] = {}
         self._method_names: dict[str, cst.FunctionDef] | None = None
         self._implications: dict[int, Implication] = {}
         self._building = 0  # class summaries being built
@@ -322,6 +346,101 @@ class FileModel(RelevanceGate, CallContexts):
         finally:
             self._per_call -= 1
             self._running.discard(id(function))
+
+    def rerun_for_call(self, record: CallRecord, values: dict[int, AbstractValue]) -> CallRerun | None:
+        """The called function interpreted once more, with what this one call passes
+        (`values`: the caller's), beside its interpretation for any caller: what differs
+        is what this call's arguments cause. Asked once per call; None where it cannot
+        be asked (see `returns_with_self`)."""
+        key = (id(record.call), id(values))
+        held = self._reruns.get(key)
+        if held is not None and held[0] is values:
+            return held[1]
+        function = record.callee
+        arguments = self.call_arguments(record, values)
+        rerun = None
+        if (
+            not self.out_of_time()
+            and self._per_call == 0
+            and self._per_calls <= 200
+            and id(function) not in self._running
+            and decorator_names(function) <= _TRANSPARENT_DECORATORS
+            and function.asynchronous is None
+        ):
+            generic = self.generic_scope(function, [])
+            passed = {name: value for name, (_, value) in arguments.items() if matters(value)}
+            self._running.add(id(function))
+            self._per_call += 1
+            self._per_calls += 1
+            try:
+                result = ScopeEvaluator(self, function, [], context=CallContext(passed, {})).run()
+            finally:
+                self._per_call -= 1
+                self._running.discard(id(function))
+            rerun = CallRerun(record, result, generic, arguments)
+        self._reruns[key] = (values, rerun)
+        return rerun
+
+    def call_arguments(
+        self, record: CallRecord, values: dict[int, AbstractValue]
+    ) -> dict[str, tuple[cst.BaseExpression, AbstractValue]]:
+        """The parameters a call fills: name -> (the argument, its value in the caller)."""
+        names = self.parameter_names(record.callee, record.bound)
+        arguments: dict[str, tuple[cst.BaseExpression, AbstractValue]] = {}
+        for index, arg in enumerate(record.call.args):
+            if arg.star:
+                break
+            name = arg.keyword.value if arg.keyword is not None else names[index] if index < len(names) else None
+            if name is not None:
+                arguments[name] = (arg.value, values.get(id(arg.value), UNKNOWN))
+        return arguments
+
+    def passed_conflicts(self, record: CallRecord, values: dict[int, AbstractValue]) -> list[Conflict]:
+        """The CPU tensors this call hands to a function of the file that meet an
+        accelerator operand there (`evaluate(val_batch)` feeding a moved model), as
+        conflicts of the call: the conflicts of the function's interpretation with this
+        call's arguments that its interpretation for any caller does not have. None where
+        every call of the file passes such a tensor: the function's own interpretation
+        (with its call context) has them, and reports them inside."""
+        arguments = self.call_arguments(record, values)
+        on_cpu = {
+            name: (expr, value)
+            for name, (expr, value) in arguments.items()
+            if value.tensor_like and value.device.is_cpu and value.zero_dim is not True and value.origin is not None
+        }
+        if not on_cpu:
+            return []
+        context = self.context_of(record.callee)
+        if context is not None and all(
+            name in context.params and context.params[name].device.is_cpu for name in on_cpu
+        ):
+            return []
+        rerun = self.rerun_for_call(record, values)
+        if rerun is None:
+            return []
+        plain = {name: value for name, (_, value) in arguments.items()}
+        found = []
+        for key, conflict in rerun.result.conflicts.items():
+            if key in rerun.generic.conflicts or conflict.kind == "index":
+                continue
+            for expr, value in on_cpu.values():
+                if conflict.cpu.value.origin is value.origin:
+                    other = self._as_caller_sees(record, conflict.other, plain)
+                    if other.value.device.is_accel:
+                        found.append(Conflict(record.call, Operand(expr, value), other, "passed", inner=conflict.node))
+                    break
+        return found
+
+    def _as_caller_sees(self, record: CallRecord, operand: Operand, arguments: dict[str, AbstractValue]) -> Operand:
+        """An operand of the called function as its caller names it: `self.device` of a
+        method called on the caller's own `self` is the caller's `self.device`."""
+        device = operand.value.device
+        me = self_name(record.callee)
+        receiver = record.receiver
+        if record.bound and me is not None and device.head == me and type(receiver) is cst.Name:
+            symbol = receiver.value + device.symbol[len(me) :]
+            return Operand(operand.expr, replace(operand.value, device=accel(symbol)))
+        return self.operand_at_call(record.callee, operand, record.bound, arguments)
 
     def summary_at(self, function: cst.FunctionDef, module_names: State | None) -> ScopeResult | None:
         """`summary_of`, for a call the module body makes (`module_names`: its names at
@@ -621,6 +740,7 @@ class FileModel(RelevanceGate, CallContexts):
             return cached
         self._summaries[id(node)] = {}
         joined: dict[str, AbstractValue] = {}
+        placeholders: dict[str, AbstractValue] = {}
         self._building += 1
         try:
             for cls in [*self.local_bases(node), node]:
@@ -634,12 +754,19 @@ class FileModel(RelevanceGate, CallContexts):
                     else:
                         # not interpreted: whatever it assigns to `self` is unknown
                         attrs = dict.fromkeys(_self_attributes_assigned(method), UNKNOWN)
+                    for attr, value in _placeholders(method).items():
+                        attrs.pop(attr, None)
+                        placeholders[attr] = value if placeholders.get(attr, NONE) is NONE else UNKNOWN
                     for attr, value in attrs.items():
                         joined[attr] = joined[attr].join(value) if attr in joined else value
         finally:
             self._building -= 1
             if not self._building:
                 self._provisional.clear()
+        # `self.model = None` until a method builds it, and `self.model = self.model.eval()`,
+        # say nothing of where the model is: what the other assignments leave is what is used
+        for attr, value in placeholders.items():
+            joined.setdefault(attr, value)
         if self.is_module_class(node):
             registered = self.registered_names(node)
             for attr, value in list(joined.items()):
@@ -655,3 +782,35 @@ class FileModel(RelevanceGate, CallContexts):
                 joined.setdefault(attr, AbstractValue(Kind.TENSOR))
         self._summaries[id(node)] = joined
         return joined
+
+
+_KEEPS_PLACE = T.MODULE_SELF_METHODS - {"type", "apply"}
+
+
+def _placeholders(method: cst.FunctionDef) -> dict[str, AbstractValue]:
+    """The `self.<attr>`s a method assigns only `None` (a placeholder until another method
+    builds it: NONE) or only the object it had, in the same place (`self.model =
+    self.model.eval()`: UNKNOWN). Neither says where the attribute's object is."""
+    params = [*method.params.posonly_params, *method.params.params]
+    if not params:
+        return {}
+    me = params[0].name.value
+    found: dict[str, AbstractValue] = {}
+    other: set[str] = set()
+    for attr, value in _self_assignments(method):
+        if type(value) is cst.Name and value.value == "None":
+            found.setdefault(attr, NONE)
+        elif _same_object(value, me, attr):
+            found[attr] = UNKNOWN
+        else:
+            other.add(attr)
+    return {attr: value for attr, value in found.items() if attr not in other}
+
+
+def _same_object(value: cst.BaseExpression | None, me: str, attr: str) -> bool:
+    """`self.<attr>.eval()`, `self.<attr>.train(False).float()`."""
+    while type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in _KEEPS_PLACE:
+        value = value.func.value
+        if type(value) is cst.Attribute and type(value.value) is cst.Name and value.value.value == me:
+            return value.attr.value == attr
+    return False

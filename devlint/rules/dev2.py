@@ -114,6 +114,10 @@ class MixedDevices(Rule):
             if conflict.cpu.value.is_module:
                 return f"`{analysis.code(conflict.other.expr, 40)}` ({other}) is passed to `{analysis.code(conflict.cpu.expr, 40)}` ({cpu}) in `{where}`"
             return f"`{analysis.code(conflict.cpu.expr, 40)}` ({cpu}) is passed to `{analysis.code(conflict.other.expr, 40)}` ({other}) in `{where}`"
+        if conflict.kind == "passed" and type(conflict.node) is cst.Call:
+            line = analysis.line_of(conflict.inner) if conflict.inner is not None else 0
+            at = f" at line {line}" if line else ""
+            return f"`{analysis.code(conflict.cpu.expr, 40)}` ({cpu}) is handed to `{analysis.code(conflict.node.func, 40)}`, where it meets `{analysis.code(conflict.other.expr, 40)}` ({other}){at}"
         if conflict.kind == "index":
             return f"`{analysis.code(conflict.cpu.expr, 40)}` ({cpu}) is indexed by `{analysis.code(conflict.other.expr, 40)}` ({other}) in `{where}`: the index must live with the tensor"
         if conflict.kind == "inplace":

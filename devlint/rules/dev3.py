@@ -6,6 +6,7 @@ finding goes and what the fix rebinds.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 
 import libcst as cst
@@ -162,7 +163,15 @@ class BatchLeftOnCpu(Rule):
         functions = self.ctx.functions()
         result = analysis.scope(functions[0] if functions else self.ctx.module, tuple(functions[1:]))
         inside = {id(n) for n in self.ctx.tree.walk(node.body)}
-        for conflict in result.conflicts.values():
+        # the loop's own operations, then calls that hand a batch to a function of the file
+        passed = (
+            analysis.conflict_at(record.call)
+            for record in result.calls
+            if id(record.call) in inside and id(record.call) not in result.conflicts
+        )
+        for conflict in itertools.chain(result.conflicts.values(), passed):
+            if conflict is None:
+                continue
             cpu = conflict.cpu.value
             if cpu.source is not Source.LOADER or id(conflict.node) not in inside:
                 continue

@@ -228,7 +228,10 @@ class LoaderUnderAcceleratorDefault(Rule):
         functions = self.ctx.functions()
         scopes = [functions[0]] if functions else []
         scopes.append(self.ctx.module)
-        top = self.ctx.top_level_statement()
+        # code at module level runs up to the loader itself (`if __name__ == "__main__":`
+        # sets the default, then builds it); a function's loader, after the statements
+        # before the function
+        top = self.ctx.top_level_statement() if functions else node
         for scope in scopes:
             found = None
             for candidate in self.ctx.tree.walk_scope(scope):
