@@ -687,6 +687,11 @@ class ScopeEvaluator(TorchCalls):
             if head == self.self_name and not self.phase1 and self.cls is not None and "." not in attr:
                 self.result.reads.add(key)
                 value = self.model.summary(self.cls).get(attr, UNKNOWN)
+                if type(self.scope) is cst.FunctionDef:
+                    # read before this method sets it: on its first call, what `__init__` left
+                    first = self.model.first_call_value(self.cls, attr, self.scope)
+                    if first is not None:
+                        return first
                 if value.device.known and self.model.set_from_outside(attr):
                     # `model.device = device` after construction: not what the class set
                     return replace(value, device=UNKNOWN_DEVICE, origin=None, how="", maybe_accel=False)

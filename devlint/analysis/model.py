@@ -37,7 +37,13 @@ from devlint.analysis.context import FileContext
 from devlint.analysis.guards import Implication
 from devlint.analysis.contexts import CallContext, CallContexts, CallRecord, matters, self_name
 from devlint.analysis.interpreter import ScopeEvaluator, ScopeResult, State, evident_modules
-from devlint.analysis.relevance import RelevanceGate, _self_assignments, _self_attributes_assigned
+from devlint.analysis.relevance import (
+    RelevanceGate,
+    _self_assigning_statements,
+    _self_assignments,
+    _self_attributes_assigned,
+    _self_targets,
+)
 
 
 # CPU seconds the device analysis may spend on one file before it stops (a generated
@@ -103,6 +109,8 @@ class FileModel(RelevanceGate, CallContexts):
         self._contexts: dict[int, object] = {}
         self._contexts_running: set[int] = set()
         self._specialized: dict[int, ScopeResult] = {}
+        self._init_values: dict[int, dict[str, AbstractValue]] = {}  # what a class's `__init__` leaves
+        self._setters: dict[tuple[int, str], frozenset[int]] = {}  # see `first_call_value`
         # see `rerun_for_call`: by call and the caller's values (kept, so that their id stays theirs)
         self._reruns: dict[tuple[int, int], tuple[dict, CallRerun | None]] = {}
         self._method_names: dict[str, cst.FunctionDef] | None = None
@@ -649,6 +657,29 @@ class FileModel(RelevanceGate, CallContexts):
         self._changed[id(cls)] = answer
         return answer
 
+    def first_call_value(self, cls: cst.ClassDef, attr: str, method: cst.FunctionDef) -> AbstractValue | None:
+        """`self.<attr>` as the first call of `method` reads it before setting it itself:
+        what `__init__` left, where no other method of the class sets it (in-place
+        arithmetic aside) and no code outside does. A recurrent state built on the CPU
+        in `__init__` and replaced by each call's GPU output fails on the first call
+        (`dist, self.memories = self.net(obs, self.memories)`). Only for plain classes:
+        what a module owns moves with it. None where it does not apply."""
+        if method.name.value == "__init__" or self.class_of.get(id(method)) is not cls:
+            return None
+        self.summary(cls)
+        value = self._init_values.get(id(cls), {}).get(attr)
+        if value is None or not value.tensor_like or not value.device.known or value.maybe_accel:
+            return None
+        if self.is_module_class(cls) or self.set_from_outside(attr):
+            return None
+        key = (id(cls), attr)
+        setters = self._setters.get(key)
+        if setters is None:
+            setters = self._setters[key] = frozenset(
+                id(m) for m in self._methods(cls) if m.name.value != "__init__" and _sets_attribute(m, attr)
+            )
+        return value if setters <= {id(method)} else None
+
     def set_from_outside(self, attr: str) -> bool:
         """Does code of the file set `<x>.<attr>` on an object other than `self`, or set
         attributes by name (`setattr`)?"""
@@ -754,6 +785,14 @@ class FileModel(RelevanceGate, CallContexts):
                     else:
                         # not interpreted: whatever it assigns to `self` is unknown
                         attrs = dict.fromkeys(_self_attributes_assigned(method), UNKNOWN)
+                    if cls is node and method.name.value == "__init__" and self.is_relevant(method, building=True):
+                        # what it leaves; an attribute set on some paths only exists on those
+                        self._init_values[id(node)] = {
+                            key.split(".", 1)[1]: (
+                                result.exits[key] if key in result.exits and result.exits[key].device.known else value
+                            )
+                            for key, value in result.assigned.items()
+                        }
                     for attr, value in _placeholders(method).items():
                         attrs.pop(attr, None)
                         placeholders[attr] = value if placeholders.get(attr, NONE) is NONE else UNKNOWN
@@ -814,3 +853,13 @@ def _same_object(value: cst.BaseExpression | None, me: str, attr: str) -> bool:
         if type(value) is cst.Attribute and type(value.value) is cst.Name and value.value.value == me:
             return value.attr.value == attr
     return False
+
+
+def _sets_attribute(method: cst.FunctionDef, attr: str) -> bool:
+    """Does the method bind `self.<attr>` (in-place arithmetic, `self.h *= mask`, aside)?"""
+    return any(
+        name == attr
+        for statement in _self_assigning_statements(method)
+        if type(statement) is not cst.AugAssign
+        for name, _ in _self_targets(method, statement)
+    )
