@@ -89,7 +89,10 @@ class DeviceAnalysis:
         key = id(node)
         if key not in self._passed:
             record = self.record_of(result, node)
-            found = self.model.passed_conflicts(record, result.values) if record is not None else []
+            caller = self.ctx.innermost_function()
+            found = []
+            if record is not None and (caller is None or type(caller) is cst.FunctionDef):
+                found = self.model.passed_conflicts(record, result.values, caller)
             self._passed[key] = found[0] if found else None
         return self._passed[key]
 

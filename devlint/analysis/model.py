@@ -355,11 +355,14 @@ class FileModel(RelevanceGate, CallContexts):
             self._per_call -= 1
             self._running.discard(id(function))
 
-    def rerun_for_call(self, record: CallRecord, values: dict[int, AbstractValue]) -> CallRerun | None:
+    def rerun_for_call(
+        self, record: CallRecord, values: dict[int, AbstractValue], caller: cst.FunctionDef | None
+    ) -> CallRerun | None:
         """The called function interpreted once more, with what this one call passes
-        (`values`: the caller's), beside its interpretation for any caller: what differs
-        is what this call's arguments cause. Asked once per call; None where it cannot
-        be asked (see `returns_with_self`)."""
+        (its arguments, and the names its caller left: `_one_call`; `values` are the
+        caller's, `caller` None for the module body), beside its interpretation for any
+        caller: what differs is what this call causes. Asked once per call; None where
+        it cannot be asked (see `returns_with_self`)."""
         key = (id(record.call), id(values))
         held = self._reruns.get(key)
         if held is not None and held[0] is values:
@@ -376,12 +379,17 @@ class FileModel(RelevanceGate, CallContexts):
             and function.asynchronous is None
         ):
             generic = self.generic_scope(function, [])
-            passed = {name: value for name, (_, value) in arguments.items() if matters(value)}
+            own_self = self_name(function) if self.class_of.get(id(function)) is not None else None
+            seen = self._one_call(function, own_self, self.ctx.bindings_of(function), caller, record)
+            context = CallContext(
+                {name: value for name, value in seen.params.items() if matters(value)},
+                {name: value for name, value in seen.names.items() if matters(value)},
+            )
             self._running.add(id(function))
             self._per_call += 1
             self._per_calls += 1
             try:
-                result = ScopeEvaluator(self, function, [], context=CallContext(passed, {})).run()
+                result = ScopeEvaluator(self, function, [], context=context).run()
             finally:
                 self._per_call -= 1
                 self._running.discard(id(function))
@@ -403,7 +411,9 @@ class FileModel(RelevanceGate, CallContexts):
                 arguments[name] = (arg.value, values.get(id(arg.value), UNKNOWN))
         return arguments
 
-    def passed_conflicts(self, record: CallRecord, values: dict[int, AbstractValue]) -> list[Conflict]:
+    def passed_conflicts(
+        self, record: CallRecord, values: dict[int, AbstractValue], caller: cst.FunctionDef | None
+    ) -> list[Conflict]:
         """The CPU tensors this call hands to a function of the file that meet an
         accelerator operand there (`evaluate(val_batch)` feeding a moved model), as
         conflicts of the call: the conflicts of the function's interpretation with this
@@ -423,7 +433,7 @@ class FileModel(RelevanceGate, CallContexts):
             name in context.params and context.params[name].device.is_cpu for name in on_cpu
         ):
             return []
-        rerun = self.rerun_for_call(record, values)
+        rerun = self.rerun_for_call(record, values, caller)
         if rerun is None:
             return []
         plain = {name: value for name, (_, value) in arguments.items()}
