@@ -296,7 +296,7 @@ class ScopeEvaluator(TorchCalls):
         if self.context is not None:
             # a module's entry points (`forward`) take input from anywhere; its helpers
             # (`self._gate(x, h)`) take what the module's own calls give them
-            entry = function.name.value in ENTRY_POINTS
+            entry = function.name.value in ENTRY_POINTS and self.is_module_method
             for name, passed in self.context.params.items():
                 assumed = self.params.get(name)
                 if entry and passed.tensor_like:
