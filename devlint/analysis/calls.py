@@ -90,11 +90,45 @@ class TorchCalls:
                 result = self._kind_by_method_name(node, func.attr.value, state, func.value)
             if result is None:
                 result = self._method_call(node, func.attr.value, receiver, func.value, args, state)
+        elif _host_tensors(node) and not (type(func) is cst.Name and self._of_the_file(func.value)):
+            result = self._host_output(node, code_of_name(func, self.model.ctx.module))
         else:
             result = self._plain_call(node, func, callee, args, state)
         if result == UNKNOWN and id(node) not in self.summarised:
             self._escape(node, args, state)
         return result
+
+    def _collate_moves(self, node: cst.Call) -> bool:
+        """Does the DataLoader's `collate_fn` (a lambda, or a function of the file) move
+        or place tensors (`.to(device)`, `.cuda()`, `device=`)?"""
+        arg = keyword_arg(node, "collate_fn")
+        if arg is None:
+            return False
+        value = arg.value
+        if type(value) is cst.Name:
+            function = self.model.callee(value.value) if value.value not in self.shadowed else None
+            if function is None:
+                return False
+            value = function.body
+        elif type(value) is not cst.Lambda:
+            return False
+        for inner in self.model.ctx.tree.walk(value):
+            if type(inner) is cst.Call:
+                func = inner.func
+                if type(func) is cst.Attribute and func.attr.value in T.MOVE_METHODS and func.attr.value != "cpu":
+                    return True
+                if keyword_arg(inner, "device") is not None:
+                    return True
+        return False
+
+    def _host_output(self, node: cst.Call, name: str) -> AbstractValue:
+        """`tokenizer(text, return_tensors="pt")`, `tok.encode(..., return_tensors="pt")`:
+        a tensor, or a mapping of tensors, made in host memory."""
+        return AbstractValue(Kind.BATCH, CPU, None, node, Source.NUMPY, f'{name}(..., return_tensors="pt")')
+
+    def _of_the_file(self, name: str) -> bool:
+        """A function or class the file defines under `name` (its own summary decides)."""
+        return name not in self.shadowed and (self.model.callee(name) is not None or name in self.model.classes)
 
     def _module_if_evident(self, value: AbstractValue, expr: cst.BaseExpression) -> AbstractValue:
         """`value` of unknown kind, when the code uses `expr` as only a module is used
@@ -360,6 +394,9 @@ class TorchCalls:
         and the elements of tuple or list literals with `packed` (`(h0, c0)`)."""
         operands = []
         for arg, value in zip(node.args, args):
+            if arg.star == "**" and value.kind is Kind.BATCH and value.device.known:
+                operands.append(Operand(arg.value, value))  # `model(**inputs)`: the tokenizer's tensors
+                continue
             if arg.star or (arg.keyword is not None and not keywords):
                 continue
             inner = arg.value
@@ -410,7 +447,9 @@ class TorchCalls:
             state.default = self.device_at(node.args[0].value, state) if node.args else UNKNOWN_DEVICE
             return OTHER
         if qualified in T.DATALOADERS:
-            return AbstractValue(Kind.DATALOADER, CPU, None, node, Source.CONSTRUCTION, "DataLoader(...)")
+            # a `collate_fn` of the file that moves the batch makes batches on its device
+            device = UNKNOWN_DEVICE if self._collate_moves(node) else CPU
+            return AbstractValue(Kind.DATALOADER, device, None, node, Source.CONSTRUCTION, "DataLoader(...)")
         last = qualified.rsplit(".", 1)[-1]
         if qualified in T.MODULE_WRAPPERS:
             # DataParallel(model) holds `model`, wherever that is, and moves its inputs
@@ -657,6 +696,12 @@ class TorchCalls:
         receiver = self._module_if_evident(receiver, receiver_expr)
         if name in T.MOVE_METHODS:
             return self._move(node, name, receiver, receiver_expr, state)
+        if name in T.MODEL_INPUT_METHODS and receiver.is_module and receiver.holds_params and receiver.device.known:
+            # `model.generate(ids)`: the model runs on the ids it is given
+            self._module_call(node, receiver, args)
+            return UNKNOWN
+        if _host_tensors(node):
+            return self._host_output(node, name)
         kind = receiver.kind
         if receiver.items is not None and type(receiver_expr) is cst.Name:
             # a list built empty here: `outputs.append(out)` adds to what it holds
@@ -975,3 +1020,10 @@ def _is_int_expr(expr: cst.BaseExpression) -> bool:
         if type(expr.func) is cst.Attribute:
             return expr.func.attr.value in ("size", "numel", "dim") and bool(expr.args)
     return False
+
+
+def _host_tensors(node: cst.Call) -> bool:
+    """A library call asked for PyTorch tensors of its output (`return_tensors="pt"`, as
+    Hugging Face tokenizers and processors take): they are made in host memory."""
+    arg = keyword_arg(node, "return_tensors")
+    return arg is not None and type(arg.value) is cst.SimpleString and arg.value.value[1:-1] == "pt"

@@ -339,6 +339,8 @@ MODULE_SELF_METHODS = frozenset(
     }
 )  # fmt: skip
 MOVE_METHODS = frozenset({"to", "cuda", "cpu", "xpu", "mps", "npu", "to_empty"})
+# methods of a model that run it on the tensors they are given (Hugging Face, minGPT)
+MODEL_INPUT_METHODS = frozenset({"generate"})
 
 DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 

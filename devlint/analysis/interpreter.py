@@ -200,6 +200,7 @@ class ScopeEvaluator(TorchCalls):
         self.params: dict[str, AbstractValue] = {}
         self.opaque: set[str] = set()
         self.generated: dict[int, AbstractValue] = {}  # a call of a generator of this file -> what it yields
+        self._branches = 0  # how many `if` arms (or conditional expressions) the evaluation is inside
         self.summarised: set[int] = set()  # calls of functions of this file with a summary
         self._evident_modules: frozenset[str] | None = None  # see `evidently_module`
         ctx = model.ctx
@@ -379,7 +380,9 @@ class ScopeEvaluator(TorchCalls):
         elif type(scope) is cst.FunctionDef:
             self._exit(self.block(scope.body, state))
         else:
-            self.statements(scope.body, state)
+            end = self.statements(scope.body, state)
+            if end is not None:  # the names as the module body leaves them (`FileModel.global_value`)
+                self.result.exits = dict(end.env)
         return self.result
 
     def block(self, body: cst.BaseSuite, state: State | None) -> State | None:
@@ -513,13 +516,21 @@ class ScopeEvaluator(TorchCalls):
 
     def stmt_If(self, node: cst.If, state: State) -> State | None:
         self.eval(node.test, state)
-        body = self.block(node.body, state.copy())
-        orelse = state
-        if node.orelse is not None:
-            if type(node.orelse) is cst.If:
-                orelse = self.stmt_If(node.orelse, state.copy())
-            else:
-                orelse = self.block(node.orelse.body, state.copy())
+        if node.orelse is None and type(self.scope) is cst.Module and _runs_as_script(node.test):
+            # `if __name__ == "__main__":` of a script: what follows (and the functions that
+            # run after the module body) sees what it did
+            return self.block(node.body, state)
+        self._branches += 1
+        try:
+            body = self.block(node.body, state.copy())
+            orelse = state
+            if node.orelse is not None:
+                if type(node.orelse) is cst.If:
+                    orelse = self.stmt_If(node.orelse, state.copy())
+                else:
+                    orelse = self.block(node.orelse.body, state.copy())
+        finally:
+            self._branches -= 1
         side = self._accelerated_branch(node.test)
         if side == "orelse":
             return self.join_states(orelse, body, guarded=True)
@@ -687,8 +698,9 @@ class ScopeEvaluator(TorchCalls):
             if head == self.self_name and not self.phase1 and self.cls is not None and "." not in attr:
                 self.result.reads.add(key)
                 value = self.model.summary(self.cls).get(attr, UNKNOWN)
-                if type(self.scope) is cst.FunctionDef:
-                    # read before this method sets it: on its first call, what `__init__` left
+                if type(self.scope) is cst.FunctionDef and not self._branches:
+                    # read before this method sets it, on the path every call takes: on its
+                    # first call, what `__init__` left (an arm of an `if` may be for later calls)
                     first = self.model.first_call_value(self.cls, attr, self.scope)
                     if first is not None:
                         return first
@@ -877,6 +889,8 @@ class ScopeEvaluator(TorchCalls):
     def element_of(self, expr: cst.BaseExpression, value: AbstractValue, loop: cst.CSTNode) -> AbstractValue:
         """What iterating `expr` yields (tuple shapes are handled by `bind_element`)."""
         if value.kind is Kind.DATALOADER:
+            if not value.device.is_cpu:  # its `collate_fn` places the batch
+                return AbstractValue(Kind.BATCH, UNKNOWN_DEVICE, False, loop)
             return AbstractValue(Kind.BATCH, CPU, False, loop, Source.LOADER, "a DataLoader batch")
         if value.is_tensor:
             return replace(value, zero_dim=None)
@@ -1073,8 +1087,12 @@ class ScopeEvaluator(TorchCalls):
 
     def eval_IfExp(self, node: cst.IfExp, state: State) -> AbstractValue:
         self.eval(node.test, state)
-        body = self.eval(node.body, state)
-        orelse = self.eval(node.orelse, state)
+        self._branches += 1
+        try:
+            body = self.eval(node.body, state)
+            orelse = self.eval(node.orelse, state)
+        finally:
+            self._branches -= 1
         devices = (Kind.DEVICE, Kind.OTHER)
         if body.kind in devices and orelse.kind in devices and body.device.known and orelse.device.known:
             symbol = self.model.ctx.module.code_for_node(node)
@@ -1291,3 +1309,16 @@ def _expression_children(node: cst.CSTNode):
             yield child
         else:
             yield from _expression_children(child)
+
+
+def _runs_as_script(test: cst.BaseExpression) -> bool:
+    """`__name__ == "__main__"` (either way round)."""
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return False
+    target = test.comparisons[0]
+    if type(target.operator) is not cst.Equal:
+        return False
+    sides = (test.left, target.comparator)
+    names = [s for s in sides if type(s) is cst.Name and s.value == "__name__"]
+    strings = [s for s in sides if type(s) is cst.SimpleString and s.value[1:-1] == "__main__"]
+    return len(names) == 1 and len(strings) == 1

@@ -111,6 +111,7 @@ class FileModel(RelevanceGate, CallContexts):
         self._specialized: dict[int, ScopeResult] = {}
         self._init_values: dict[int, dict[str, AbstractValue]] = {}  # what a class's `__init__` leaves
         self._setters: dict[tuple[int, str], frozenset[int]] = {}  # see `first_call_value`
+        self._moved_globals: frozenset[str] | None = None  # see `moved_in_functions`
         # see `rerun_for_call`: by call and the caller's values (kept, so that their id stays theirs)
         self._reruns: dict[tuple[int, int], tuple[dict, CallRerun | None]] = {}
         self._method_names: dict[str, cst.FunctionDef] | None = None
@@ -441,6 +442,8 @@ class FileModel(RelevanceGate, CallContexts):
         for key, conflict in rerun.result.conflicts.items():
             if key in rerun.generic.conflicts or conflict.kind == "index":
                 continue
+            if type(conflict.other.expr) is cst.Name and conflict.other.expr.value in self.moved_in_functions():
+                continue  # a global model another function moves in place (`offload()`) may be anywhere
             for expr, value in on_cpu.values():
                 if conflict.cpu.value.origin is value.origin:
                     other = self._as_caller_sees(record, conflict.other, plain)
@@ -448,6 +451,28 @@ class FileModel(RelevanceGate, CallContexts):
                         found.append(Conflict(record.call, Operand(expr, value), other, "passed", inner=conflict.node))
                     break
         return found
+
+    def moved_in_functions(self) -> frozenset[str]:
+        """Module-level names a function of the file moves in place (`def offload():
+        model.cpu()`): a call of that function changes where they are."""
+        if self._moved_globals is None:
+            names = set()
+            for function, _ in self.ctx.tree.functions(self.ctx.module):
+                if type(function) is not cst.FunctionDef:
+                    continue
+                local = self.ctx.bindings_of(function)
+                for node in self.ctx.tree.walk(function.body):
+                    if type(node) is cst.Expr and type(node.value) is cst.Call:
+                        func = node.value.func
+                        if (
+                            type(func) is cst.Attribute
+                            and func.attr.value in T.MOVE_METHODS
+                            and type(func.value) is cst.Name
+                            and func.value.value not in local
+                        ):
+                            names.add(func.value.value)
+            self._moved_globals = frozenset(names)
+        return self._moved_globals
 
     def _as_caller_sees(self, record: CallRecord, operand: Operand, arguments: dict[str, AbstractValue]) -> Operand:
         """An operand of the called function as its caller names it: `self.device` of a
@@ -530,7 +555,21 @@ class FileModel(RelevanceGate, CallContexts):
         if self._module_running and self._module_now is not None:
             value = self._module_now.env.get(name)  # a call the module body makes now
         else:
-            value = self.module_scope().assigned.get(name)
+            module = self.module_scope()
+            value = module.assigned.get(name)
+            left = module.exits.get(name)
+            # a model built, then moved by the script's last statements (`if __name__ ==
+            # "__main__": model.to(device)`), where the module body calls no function of the
+            # file: they run after that (a web route, a callback), with the model moved
+            if (
+                value is not None
+                and not value.device.known
+                and left is not None
+                and left.is_module
+                and left.device.known
+                and not module.calls
+            ):
+                return left
         if value is None:
             return OTHER if name in self.classes or name in self.imports.aliases else UNKNOWN
         return value
@@ -670,12 +709,15 @@ class FileModel(RelevanceGate, CallContexts):
     def first_call_value(self, cls: cst.ClassDef, attr: str, method: cst.FunctionDef) -> AbstractValue | None:
         """`self.<attr>` as the first call of `method` reads it before setting it itself:
         what `__init__` left, where no other method of the class sets it (in-place
-        arithmetic aside) and no code outside does. A recurrent state built on the CPU
+        arithmetic aside), no code outside does, and the class has no base or subclass
+        that could. A recurrent state built on the CPU
         in `__init__` and replaced by each call's GPU output fails on the first call
         (`dist, self.memories = self.net(obs, self.memories)`). Only for plain classes:
         what a module owns moves with it. None where it does not apply."""
         if method.name.value == "__init__" or self.class_of.get(id(method)) is not cls:
             return None
+        if not self._stands_alone(cls):
+            return None  # a base or a subclass may set it (`reset()`)
         self.summary(cls)
         value = self._init_values.get(id(cls), {}).get(attr)
         if value is None or not value.tensor_like or not value.device.known or value.maybe_accel:
@@ -689,6 +731,12 @@ class FileModel(RelevanceGate, CallContexts):
                 id(m) for m in self._methods(cls) if m.name.value != "__init__" and _sets_attribute(m, attr)
             )
         return value if setters <= {id(method)} else None
+
+    def _stands_alone(self, cls: cst.ClassDef) -> bool:
+        """A class with no base but `object`, that no class of the file derives from."""
+        if any(dotted_name(arg.value) != "object" for arg in cls.bases):
+            return False
+        return not any(cls in self.local_bases(other) for other in self.classes.values())
 
     def set_from_outside(self, attr: str) -> bool:
         """Does code of the file set `<x>.<attr>` on an object other than `self`, or set

@@ -198,6 +198,12 @@ class Tree:
             positions = self._positions = dict(zip(map(id, self.nodes), range(len(self.nodes))))
         return positions.get(id(node))
 
+    def span(self, node: cst.CSTNode) -> tuple[int, int] | None:
+        """`(start, end)`: the subtree of `node` is `nodes[start:end]`; None for a node
+        not in the tree."""
+        index = self._position(node)
+        return None if index is None else (index, self.ends[index])
+
     def walk(self, node: cst.CSTNode) -> Sequence[cst.CSTNode]:
         """Every code-bearing node under `node` (itself included), in source order."""
         index = self._position(node)

@@ -237,9 +237,12 @@ class LoaderUnderAcceleratorDefault(Rule):
             for candidate in self.ctx.tree.walk_scope(scope):
                 if candidate is node or candidate is top:
                     break
-                if type(candidate) is not cst.Call:
+                if type(candidate) is not cst.Call or self._exclusive(candidate, node):
                     continue
-                if self._sets_accelerator_default(candidate):
+                if self._sets_cpu_default(candidate):
+                    if found is not None and self._always_after(found[0], candidate, scope):
+                        found = None  # `set_default_tensor_type(torch.FloatTensor)` after it: back on the CPU
+                elif self._sets_accelerator_default(candidate):
                     found = (candidate, None)
                 elif type(candidate.func) is cst.Name:
                     inner = self._helper_setting(candidate.func.value, frozenset())
@@ -266,6 +269,53 @@ class LoaderUnderAcceleratorDefault(Rule):
             elif type(candidate.func) is cst.Name:
                 found = self._helper_setting(candidate.func.value, seen | {name}) or found
         return found
+
+    def _exclusive(self, earlier: cst.CSTNode, node: cst.CSTNode) -> bool:
+        """Are the two in different arms of one `if` (so never both on one path)?"""
+        tree = self.ctx.tree
+        first, second = tree.span(earlier), tree.span(node)
+        if first is None or second is None:
+            return False
+        for statement in reversed(self.ctx.ancestors):
+            if type(statement) is not cst.If or statement.orelse is None:
+                continue
+            body, orelse = tree.span(statement.body), tree.span(statement.orelse)
+            if body is None or orelse is None:
+                continue
+            if _in_arms(body, orelse, first, second):
+                return True
+        return False
+
+    def _always_after(self, setting: cst.CSTNode, reset: cst.CSTNode, scope: cst.CSTNode) -> bool:
+        """Does `reset` run wherever `setting` did: no `if` of `scope` holds `reset`
+        without holding `setting` too (`if not args.cuda: ...` after `if args.cuda: ...`
+        is another path)?"""
+        tree = self.ctx.tree
+        a, b = tree.span(setting), tree.span(reset)
+        if a is None or b is None:
+            return False
+        for statement in tree.walk_scope(scope):
+            if type(statement) is not cst.If:
+                continue
+            span = tree.span(statement)
+            if span is None or not span[0] <= b[0] < span[1]:
+                continue
+            if not span[0] <= a[0] < span[1]:
+                return False  # only under a condition of its own
+            body, orelse = tree.span(statement.body), tree.span(statement.orelse) if statement.orelse else None
+            if body is not None and orelse is not None and _in_arms(body, orelse, a, b):
+                return False  # the other arm of the same `if`
+        return True
+
+    def _sets_cpu_default(self, call: cst.Call) -> bool:
+        qualified = self.ctx.qualify(call.func)
+        if qualified not in (_DEFAULT_DEVICE, _DEFAULT_TENSOR_TYPE) or not call.args or call.args[0].keyword:
+            return False
+        value = call.args[0].value
+        named = string_value(value) or self.ctx.qualify(value) or ""
+        if qualified == _DEFAULT_DEVICE:
+            return named.split(":", 1)[0] == "cpu"
+        return named.startswith("torch.") and not named.startswith("torch.cuda.")
 
     def _sets_accelerator_default(self, call: cst.Call) -> bool:
         qualified = self.ctx.qualify(call.func)
@@ -643,3 +693,12 @@ class AcceleratorTensorInDataset(Rule):
             if qualified == "torch.device" and value.args and type(value.args[0].value) is cst.IfExp:
                 return self._names_accelerator_value(value.args[0].value, names)
         return type(value) is cst.Name and value.value in names
+
+
+def _in_arms(body: tuple[int, int], orelse: tuple[int, int], a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """One of the spans `a`, `b` in the `if`'s body, the other in its `else`."""
+
+    def inside(arm: tuple[int, int], span: tuple[int, int]) -> bool:
+        return arm[0] <= span[0] < arm[1]
+
+    return (inside(body, a) and inside(orelse, b)) or (inside(orelse, a) and inside(body, b))
