@@ -183,9 +183,14 @@ class BatchLeftOnCpu(Rule):
     def _report(self, analysis: DeviceAnalysis, node: cst.For, conflict: Conflict) -> None:
         batch = analysis.code(conflict.cpu.expr, 40)
         other = analysis.code(conflict.other.expr, 40)
+        where = f"at line {analysis.line_of(conflict.node)}"
+        if conflict.kind == "passed" and type(conflict.node) is cst.Call and conflict.inner is not None:
+            # handed to a helper of the file: where the helper meets it
+            helper = analysis.code(conflict.node.func, 40)
+            where = f"in `{helper}` (line {analysis.line_of(conflict.inner)}, called at line {analysis.line_of(conflict.node)})"
         message = (
             f"batch `{batch}` from `{analysis.code(node.iter, 40)}` stays on the CPU but meets `{other}` "
-            f"on {conflict.other.value.device.in_words()} at line {analysis.line_of(conflict.node)}; move it in the loop"
+            f"on {conflict.other.value.device.in_words()} {where}; move it in the loop"
         )
         self.report(node, message, self._fix(node, conflict))
 
