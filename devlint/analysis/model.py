@@ -730,7 +730,9 @@ class FileModel(RelevanceGate, CallContexts):
             setters = self._setters[key] = frozenset(
                 id(m) for m in self._methods(cls) if m.name.value != "__init__" and _sets_attribute(m, attr)
             )
-        return value if setters <= {id(method)} else None
+        if not setters <= {id(method)}:
+            return None
+        return replace(value, how=f"{value.how}, left by `__init__` for the first call" if value.how else value.how)
 
     def _stands_alone(self, cls: cst.ClassDef) -> bool:
         """A class with no base but `object`, that no class of the file derives from."""
