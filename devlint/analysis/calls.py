@@ -234,7 +234,7 @@ class TorchCalls:
                                          instance_of=name)  # fmt: skip
                 return AbstractValue(Kind.OTHER, instance_of=name)
             if name == "next" and args and args[0].kind is Kind.DATALOADER:
-                return AbstractValue(Kind.BATCH, CPU, False, node, Source.LOADER, "a DataLoader batch")
+                return AbstractValue(Kind.BATCH, CPU, False, node, Source.LOADER, batch_how(args[0]))
             if name == "iter" and args and args[0].kind is Kind.DATALOADER:
                 return args[0]
             if name in T.BUILTINS_OTHER and callee.kind is Kind.OTHER:
@@ -534,10 +534,15 @@ class TorchCalls:
                 for inner in self.model.ctx.tree.walk(arg.value)
             )
         device_arg = keyword_arg(node, "device")
+        weight = keyword_arg(node, "weight") or keyword_arg(node, "pos_weight")
         if device_arg is not None:
             device = self.device_at(device_arg.value, state)
         elif any(a.star == "**" for a in node.args):
             device = UNKNOWN_DEVICE  # `**factory_kwargs` may carry device=
+        elif qualified in T.WEIGHTED_LOSSES and weight is not None:
+            # a loss holds only its weight: it is where the weight tensor is
+            given = self.result.values.get(id(weight.value), UNKNOWN)
+            device = given.device if given.tensor_like else UNKNOWN_DEVICE
         else:
             device = state.default
         return AbstractValue(Kind.MODULE, device, None, node, Source.CONSTRUCTION, f"{short}(...)",
@@ -1027,3 +1032,15 @@ def _host_tensors(node: cst.Call) -> bool:
     Hugging Face tokenizers and processors take): they are made in host memory."""
     arg = keyword_arg(node, "return_tensors")
     return arg is not None and type(arg.value) is cst.SimpleString and arg.value.value[1:-1] == "pt"
+
+
+LOADER_BATCH = "a DataLoader batch"
+
+
+def batch_how(loader: AbstractValue) -> str:
+    """How a batch of `loader` got its device; a batch of a `DataLoader(...)` built here
+    without a `collate_fn` is a tensor or a collection of tensors, nothing else."""
+    call = loader.origin
+    if type(call) is cst.Call and not any(a.star for a in call.args) and keyword_arg(call, "collate_fn") is None:
+        return LOADER_BATCH
+    return "a batch of a DataLoader"

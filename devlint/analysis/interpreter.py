@@ -38,10 +38,11 @@ from devlint.analysis.tree import (
     decorator_names,
     dotted_name,
     is_expression,
+    keyword_arg,
     positional_args,
     string_value,
 )
-from devlint.analysis.calls import TorchCalls
+from devlint.analysis.calls import LOADER_BATCH, TorchCalls, batch_how
 from devlint.analysis.contexts import ENTRY_POINTS, CallContext, CallRecord, matters
 from devlint.analysis.guards import accelerator_type
 
@@ -886,12 +887,25 @@ class ScopeEvaluator(TorchCalls):
                                  maybe_accel=value.maybe_accel, item=True)  # fmt: skip
         return UNKNOWN
 
+    def _collates_tensors(self, loader: AbstractValue) -> bool:
+        """Is the loader's `collate_fn` a function of the file that returns one tensor?"""
+        call = loader.origin
+        collate = keyword_arg(call, "collate_fn") if type(call) is cst.Call else None
+        if collate is None or type(collate.value) is not cst.Name or collate.value.value in self.shadowed:
+            return False
+        function = self.model.callee(collate.value.value)
+        summary = self.model.summary_of(function) if function is not None else None
+        returned = summary.returns if summary is not None else None
+        return returned is not None and returned.is_tensor and returned.elements is None
+
     def element_of(self, expr: cst.BaseExpression, value: AbstractValue, loop: cst.CSTNode) -> AbstractValue:
         """What iterating `expr` yields (tuple shapes are handled by `bind_element`)."""
         if value.kind is Kind.DATALOADER:
             if not value.device.is_cpu:  # its `collate_fn` places the batch
                 return AbstractValue(Kind.BATCH, UNKNOWN_DEVICE, False, loop)
-            return AbstractValue(Kind.BATCH, CPU, False, loop, Source.LOADER, "a DataLoader batch")
+            if self._collates_tensors(value):
+                return AbstractValue(Kind.TENSOR, CPU, False, loop, Source.LOADER, LOADER_BATCH)
+            return AbstractValue(Kind.BATCH, CPU, False, loop, Source.LOADER, batch_how(value))
         if value.is_tensor:
             return replace(value, zero_dim=None)
         if value.kind is Kind.UNKNOWN and value.device.known:
