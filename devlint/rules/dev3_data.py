@@ -182,7 +182,7 @@ class LoaderUnderAcceleratorDefault(Rule):
         setting, helper = found
         shown = " ".join(self.ctx.module.code_for_node(setting).split())
         if helper is not None:
-            shown = f"{helper.func.value}()` (which calls `{shown}`)"
+            shown = f"{self.ctx.module.code_for_node(helper.func)}()` (which calls `{shown}`)"
         else:
             shown = f"{shown}`"
         message = (
@@ -232,6 +232,9 @@ class LoaderUnderAcceleratorDefault(Rule):
         # sets the default, then builds it); a function's loader, after the statements
         # before the function
         top = self.ctx.top_level_statement() if functions else node
+        if type(top) is cst.FunctionDef:
+            # `main()` called by the module after `options.initialize()` set the default
+            top = self._module_call_of(top) or top
         for scope in scopes:
             found = None
             for candidate in self.ctx.tree.walk_scope(scope):
@@ -248,8 +251,25 @@ class LoaderUnderAcceleratorDefault(Rule):
                     inner = self._helper_setting(candidate.func.value, frozenset())
                     if inner is not None:
                         found = (inner, candidate)
+                elif type(candidate.func) is cst.Attribute:
+                    # `option.initialize()`: a method one class of the file defines
+                    method = DeviceAnalysis.of(self.ctx).model.only_method_named(candidate.func.attr.value)
+                    inner = self._body_setting(method, frozenset()) if method is not None else None
+                    if inner is not None:
+                        found = (inner, candidate)
             if found is not None:
                 return found
+        return None
+
+    def _module_call_of(self, function: cst.FunctionDef) -> cst.Call | None:
+        """The first call of a top-level function by the module body (`main()`)."""
+        for candidate in self.ctx.tree.walk_scope(self.ctx.module):
+            if (
+                type(candidate) is cst.Call
+                and type(candidate.func) is cst.Name
+                and candidate.func.value == function.name.value
+            ):
+                return candidate
         return None
 
     def _helper_setting(self, name: str, seen: frozenset[str]) -> cst.Call | None:
@@ -260,6 +280,10 @@ class LoaderUnderAcceleratorDefault(Rule):
         helper = DeviceAnalysis.of(self.ctx).model.callee(name)
         if helper is None:
             return None
+        return self._body_setting(helper, seen | {name})
+
+    def _body_setting(self, helper: cst.FunctionDef, seen: frozenset[str]) -> cst.Call | None:
+        """The accelerator default a function's body sets on any path (or a helper it calls)."""
         found = None
         for candidate in self.ctx.tree.walk_scope(helper):
             if type(candidate) is not cst.Call:
@@ -267,7 +291,7 @@ class LoaderUnderAcceleratorDefault(Rule):
             if self._sets_accelerator_default(candidate):
                 found = candidate
             elif type(candidate.func) is cst.Name:
-                found = self._helper_setting(candidate.func.value, seen | {name}) or found
+                found = self._helper_setting(candidate.func.value, seen) or found
         return found
 
     def _exclusive(self, earlier: cst.CSTNode, node: cst.CSTNode) -> bool:
