@@ -428,6 +428,7 @@ class AcceleratorTensorInDataset(Rule):
     def __init__(self, *args: object) -> None:
         super().__init__(*args)
         self._datasets: dict[int, bool] = {}
+        self._helpers: dict[int, frozenset[str]] = {}  # see `_item_helpers`
         self._classes: dict[str, cst.ClassDef] | None = None  # the file's classes by name
         self._accelerator_names: frozenset[str] | None = None
         self._collators: frozenset[str] | None = None  # functions collating for loaders with workers
@@ -494,10 +495,12 @@ class AcceleratorTensorInDataset(Rule):
                 continue
             cls = ancestors[index]
             function = next((n for n in ancestors[index + 1 :] if type(n) is cst.FunctionDef), None)
-            if function is None or function.name.value not in _ITEM_METHODS:
+            if function is None:
                 return None
             if self.ctx.parent(self.ctx.parent(function)) is not cls or not self._is_dataset(cls):
                 return None  # a method of the class itself, not of a class or function inside it
+            if function.name.value not in _ITEM_METHODS and function.name.value not in self._item_helpers(cls):
+                return None
             return cls, function
         return None
 
@@ -610,6 +613,62 @@ class AcceleratorTensorInDataset(Rule):
         if type(func) is not cst.Name and type(func) is not cst.Attribute:
             return False
         return self.ctx.imports.qualify(func, frozenset()) in device_tables.DATALOADERS
+
+    def _item_helpers(self, cls: cst.ClassDef) -> frozenset[str]:
+        """The methods `__getitem__` (or `__init__`, `__iter__`) reaches through calls on
+        `self` (`self.pull_item(i)`, and what that calls), among the dataset classes of the
+        file related to `cls` (its bases and subclasses here): they run where it runs."""
+        cached = self._helpers.get(id(cls))
+        if cached is not None:
+            return cached
+        family = self._dataset_family(cls)
+        methods: dict[str, list[cst.FunctionDef]] = {}
+        for member in family:
+            for statement in _class_body(member):
+                if type(statement) is cst.FunctionDef:
+                    methods.setdefault(statement.name.value, []).append(statement)
+        reached: set[str] = set()
+        todo = [name for name in _ITEM_METHODS if name in methods]
+        while todo:
+            for method in methods.get(todo.pop(), []):
+                params = method.params.params
+                me = params[0].name.value if params else None
+                for node in self.ctx.tree.walk(method.body):
+                    if type(node) is cst.Call and type(node.func) is cst.Attribute:
+                        receiver = node.func.value
+                        name = node.func.attr.value
+                        if (
+                            type(receiver) is cst.Name
+                            and receiver.value == me
+                            and name in methods
+                            and name not in reached
+                            and name not in _ITEM_METHODS
+                        ):
+                            reached.add(name)
+                            todo.append(name)
+        answer = self._helpers[id(cls)] = frozenset(reached)
+        return answer
+
+    def _dataset_family(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
+        """`cls`, the dataset classes of the file it derives from, and those deriving from it."""
+        classes = self._classes
+        if classes is None:
+            classes = self._classes = {n.name.value: n for n in self.ctx.tree.nodes if type(n) is cst.ClassDef}
+
+        def bases(node: cst.ClassDef) -> list[cst.ClassDef]:
+            found = [classes.get(dotted_name(b.value) or "") for b in node.bases]
+            return [b for b in found if b is not None and b is not node]
+
+        family = [cls]
+        todo = [cls]
+        while todo:
+            current = todo.pop()
+            related = bases(current) + [c for c in classes.values() if current in bases(c)]
+            for other in related:
+                if other not in family and self._is_dataset(other):
+                    family.append(other)
+                    todo.append(other)
+        return family
 
     def _is_dataset(self, cls: cst.ClassDef, seen: frozenset[int] = frozenset()) -> bool:
         known = self._datasets.get(id(cls))
