@@ -306,11 +306,18 @@ class ScopeEvaluator(TorchCalls):
                 if assumed is not None and assumed is not OTHER:
                     self.params[name] = _as_passed(assumed, passed, keep_device=entry)
 
+    def _annotated_tensor(self, param: cst.Param) -> bool:
+        """`v: Tensor`, `v: torch.Tensor`."""
+        return param.annotation is not None and self.qualified(param.annotation.annotation) == "torch.Tensor"
+
     def _declared(self, param: cst.Param) -> AbstractValue:
-        """What a parameter's annotation says it is: a DataLoader, a module, or unknown."""
+        """What a parameter's annotation says it is: a DataLoader, a module, a tensor (on a
+        device the function cannot know), or unknown."""
         if param.annotation is None:
             return UNKNOWN
         qualified = self.qualified(param.annotation.annotation)
+        if qualified == "torch.Tensor":
+            return AbstractValue(Kind.TENSOR)
         if qualified in T.DATALOADERS:
             return AbstractValue(Kind.DATALOADER, CPU, None, param, Source.CONSTRUCTION, "a DataLoader")
         if qualified in T.MODULE_BASES:
@@ -336,7 +343,8 @@ class ScopeEvaluator(TorchCalls):
         """Parameters the body uses as tensors: `.shape`, `.size()`, passed to a submodule."""
         wanted = {p.name.value: p for p in params}
         methods = {m.name.value for c in [self.cls, *self.model.local_bases(self.cls)] for m in self.model._methods(c)}
-        found: dict[str, cst.Param] = {}
+        # `v: Tensor` says so itself
+        found: dict[str, cst.Param] = {name: p for name, p in wanted.items() if self._annotated_tensor(p)}
         for node in self.model.ctx.tree.walk_scope(function.body):
             if type(node) is cst.Attribute and type(node.value) is cst.Name:
                 name = node.value.value
