@@ -155,7 +155,7 @@ class MixedDevices(Rule):
 class DiscardedTo(Rule):
     """
     ## What it does
-    Checks for `t.to(...)`, `t.cuda()` and `t.cpu()` used as statements on a tensor.
+    Checks for `t.to(...)`, `t.cuda()` and `t.cpu()` used as statements on a tensor (or a `DataLoader` batch).
 
     ## Why is this bad?
     `Tensor.to` returns a copy and leaves `t` where it was: the statement does nothing.

@@ -384,7 +384,7 @@ _ACCELERATOR_CALLS = frozenset({"torch.accelerator.current_accelerator"})
 class AcceleratorTensorInDataset(Rule):
     """
     ## What it does
-    Checks for a `Dataset` that creates tensors on an accelerator or moves them there in `__init__`, `__getitem__` or `__iter__`.
+    Checks for a `Dataset` that creates tensors on an accelerator or moves them there in `__init__`, `__getitem__` or `__iter__` (or a method they call on `self`).
 
     A dataset is a subclass of `torch.utils.data.Dataset` or `IterableDataset`, also
     through local base classes. Reported: `.cuda()`, `.to(d)` and `device=d` in a
