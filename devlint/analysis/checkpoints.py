@@ -105,14 +105,23 @@ class CheckpointUses:
             return None
         self._seen.add(key)
         parents = self._parent_table()
+        scopes = [scope]
+        if scope is self.ctx.module and "." not in name:
+            # a checkpoint loaded at import, read by the functions that do not bind the name
+            scopes += [
+                function
+                for function, _ in self.ctx.tree.functions(scope)
+                if type(function) is cst.FunctionDef and name not in self.ctx.bindings_of(function)
+            ]
         found = []
-        for node in self.ctx.tree.walk_scope(scope):
-            if type(node) not in (cst.Name, cst.Attribute) or dotted_name(node) != name:
-                continue
-            parent = parents.get(id(node))
-            if type(parent) is cst.AssignTarget or (type(parent) is cst.Attribute and parent.value is not node):
-                continue  # a (re)binding, or the `x` of `y.x`
-            found.append(self._use_of(node, depth))
+        for where in scopes:
+            for node in self.ctx.tree.walk_scope(where):
+                if type(node) not in (cst.Name, cst.Attribute) or dotted_name(node) != name:
+                    continue
+                parent = parents.get(id(node))
+                if type(parent) is cst.AssignTarget or (type(parent) is cst.Attribute and parent.value is not node):
+                    continue  # a (re)binding, or the `x` of `y.x`
+                found.append(self._use_of(node, depth))
         return _strongest(found)
 
     # -- the file --------------------------------------------------------------------
