@@ -603,10 +603,24 @@ class FileModel(RelevanceGate, CallContexts):
         if not answer:
             seen = _seen | {id(node)}
             answer = any(self.is_module_class(b, strict=strict, _seen=seen) for b in self.local_bases(node))
-        if not answer and not strict and node.bases:
+        if not answer and not strict and self._unseen_base(node):
+            # a base the file does not show may be a module: a `forward` says it is
             answer = any(m.name.value == "forward" for m in self._methods(node))
         self._module_classes[key] = answer
         return answer
+
+    def _unseen_base(self, node: cst.ClassDef, _seen: frozenset = frozenset()) -> bool:
+        """Does the class derive (itself or through the file's classes) from a class the
+        file does not define (other than `object`)?"""
+        local = self.local_bases(node)
+        for arg in node.bases:
+            name = dotted_name(arg.value)
+            if name == "object":
+                continue
+            if name is None or not any(b.name.value == name for b in local):
+                return True
+        seen = _seen | {id(node)}
+        return any(self._unseen_base(b, seen) for b in local if id(b) not in seen)
 
     def registered_names(self, node: cst.ClassDef, _seen: frozenset = frozenset()) -> frozenset[str] | None:
         if id(node) in self._registered:
