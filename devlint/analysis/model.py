@@ -794,9 +794,9 @@ class FileModel(RelevanceGate, CallContexts):
         return False
 
     def places_itself(self, node: cst.ClassDef, _seen: frozenset = frozenset()) -> bool:
-        """Does the class move itself or build its layers on a chosen device
-        (`self.to(device)`, `nn.Linear(..., device=device)`, `**factory_kwargs`)? Then an
-        instance is not known to start on the CPU."""
+        """Does the class move itself or its layers, or build them on a chosen device
+        (`self.to(device)`, `self.lstm = self.lstm.cuda()`, `nn.Linear(..., device=device)`,
+        `**factory_kwargs`)? Then an instance is not known to start on the CPU."""
         if id(node) in _seen:
             return False
         for method in self._methods(node):
@@ -806,13 +806,12 @@ class FileModel(RelevanceGate, CallContexts):
                 if type(child) is not cst.Call:
                     continue
                 func = child.func
-                if (
-                    type(func) is cst.Attribute
-                    and func.attr.value in T.MOVE_METHODS
-                    and type(func.value) is cst.Name
-                    and func.value.value == self_name
-                ):
-                    return True
+                if type(func) is cst.Attribute and func.attr.value in T.MOVE_METHODS and func.attr.value != "cpu":
+                    receiver = func.value
+                    if type(receiver) is cst.Attribute:  # `self.lstm = self.lstm.cuda()`: its layers
+                        receiver = receiver.value
+                    if type(receiver) is cst.Name and receiver.value == self_name:
+                        return True
                 if (self.qualify(func, frozenset()) or "").startswith("torch.nn.") and any(
                     a.star == "**" or (a.keyword is not None and a.keyword.value == "device") for a in child.args
                 ):
