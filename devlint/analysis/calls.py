@@ -90,7 +90,11 @@ class TorchCalls:
                 result = self._kind_by_method_name(node, func.attr.value, state, func.value)
             if result is None:
                 result = self._method_call(node, func.attr.value, receiver, func.value, args, state)
-        elif _host_tensors(node) and not (type(func) is cst.Name and self._of_the_file(func.value)):
+        elif (
+            _host_tensors(node)
+            and not callee.instance_of
+            and not (type(func) is cst.Name and self._of_the_file(func.value))
+        ):
             result = self._host_output(node, code_of_name(func, self.model.ctx.module))
         else:
             result = self._plain_call(node, func, callee, args, state)
@@ -699,13 +703,22 @@ class TorchCalls:
         if receiver == _PICTURE_ARRAY and name in ("copy", "astype"):
             return receiver
         receiver = self._module_if_evident(receiver, receiver_expr)
+        if receiver.kind is Kind.BATCH and dotted_name(receiver_expr) is not None:
+            # a batch may be a mapping that moves in place (`BatchEncoding.to` returns itself)
+            # or changes its entries (`batch.update(...)`): after that, it is where the code put it
+            if name in T.MOVE_METHODS:
+                moved = self._move(node, name, receiver, receiver_expr, state)
+                self.bind(receiver_expr, moved, state)
+                return moved
+            if name in ("update", "setdefault", "__setitem__"):
+                self.bind(receiver_expr, UNKNOWN, state)
         if name in T.MOVE_METHODS:
             return self._move(node, name, receiver, receiver_expr, state)
         if name in T.MODEL_INPUT_METHODS and receiver.is_module and receiver.holds_params and receiver.device.known:
             # `model.generate(ids)`: the model runs on the ids it is given
             self._module_call(node, receiver, args)
             return UNKNOWN
-        if _host_tensors(node):
+        if _host_tensors(node) and not receiver.instance_of:  # not a method of the file's own class
             return self._host_output(node, name)
         kind = receiver.kind
         if receiver.items is not None and type(receiver_expr) is cst.Name:

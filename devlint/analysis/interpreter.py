@@ -343,8 +343,11 @@ class ScopeEvaluator(TorchCalls):
         """Parameters the body uses as tensors: `.shape`, `.size()`, passed to a submodule."""
         wanted = {p.name.value: p for p in params}
         methods = {m.name.value for c in [self.cls, *self.model.local_bases(self.cls)] for m in self.model._methods(c)}
-        # `v: Tensor` says so itself
-        found: dict[str, cst.Param] = {name: p for name, p in wanted.items() if self._annotated_tensor(p)}
+        # `v: Tensor` says so itself (not in `__init__`, whose arguments are built on the
+        # CPU, nor for sequence lengths, which packing wants on the CPU)
+        found: dict[str, cst.Param] = {}
+        if function.name.value != "__init__":
+            found = {name: p for name, p in wanted.items() if self._annotated_tensor(p) and "len" not in name.lower()}
         for node in self.model.ctx.tree.walk_scope(function.body):
             if type(node) is cst.Attribute and type(node.value) is cst.Name:
                 name = node.value.value
@@ -769,6 +772,10 @@ class ScopeEvaluator(TorchCalls):
             container = self.eval(target.value, state)
             for element in target.slice:
                 self._eval_slice(element, state)
+            if container.kind is Kind.BATCH and dotted_name(target.value) is not None:
+                # `inputs[k] = inputs[k].to(device)`: the batch's entries are where the code puts them
+                self.bind(target.value, UNKNOWN, state)
+                return
             if container.items is not None and type(target.value) is cst.Name:
                 # `outputs[0] = out.cpu()`: a list built empty here holds that too
                 self.bind(target.value, replace(container, items=join_items(container.items, value)), state)

@@ -5,9 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.analysis import device_tables
-from devlint.analysis.calls import LOADER_BATCH
 from devlint.analysis.devices import DeviceAnalysis
-from devlint.analysis.lattice import Conflict, Kind, Operand, Source
+from devlint.analysis.lattice import Conflict, Operand, Source
 from devlint.analysis.tree import Tree, bound_names, dotted_name
 from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore, Replace, ReplaceUpTo
 from devlint.rules.base import Rule
@@ -155,7 +154,7 @@ class MixedDevices(Rule):
 class DiscardedTo(Rule):
     """
     ## What it does
-    Checks for `t.to(...)`, `t.cuda()` and `t.cpu()` used as statements on a tensor (or a `DataLoader` batch).
+    Checks for `t.to(...)`, `t.cuda()` and `t.cpu()` used as statements on a tensor.
 
     ## Why is this bad?
     `Tensor.to` returns a copy and leaves `t` where it was: the statement does nothing.
@@ -189,9 +188,7 @@ class DiscardedTo(Rule):
             return
         receiver = call.func.value
         analysis = DeviceAnalysis.of(self.ctx)
-        value = analysis.value_of(receiver)
-        # a batch of a DataLoader built without a collate_fn is a tensor, or has no `.to`
-        if not (value.is_tensor or (value.kind is Kind.BATCH and value.how == LOADER_BATCH)):
+        if not analysis.value_of(receiver).is_tensor:
             return
         target = dotted_name(receiver)
         fix = FixPlan.safe(InsertBefore(call, f"{target} = ")) if target is not None else None

@@ -464,7 +464,7 @@ def _shape_of_use(use: cst.Name, parent: cst.CSTNode) -> str:
             return "sequence"
         return "other"
     if type(parent) is cst.Arg:
-        return "tensor"
+        return "dict" if parent.star == "**" else "other" if parent.star else "tensor"  # `model(**batch)`
     if type(parent) is cst.Attribute and parent.value is use:
         return "other"
     if type(parent) in (cst.BinaryOperation, cst.Comparison, cst.ComparisonTarget):

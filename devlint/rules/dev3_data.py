@@ -232,9 +232,11 @@ class LoaderUnderAcceleratorDefault(Rule):
         # sets the default, then builds it); a function's loader, after the statements
         # before the function
         top = self.ctx.top_level_statement() if functions else node
+        entry = None
         if type(top) is cst.FunctionDef:
             # `main()` called by the module after `options.initialize()` set the default
-            top = self._module_call_of(top) or top
+            entry = self._module_call_of(top)
+            top = entry or top
         for scope in scopes:
             found = None
             for candidate in self.ctx.tree.walk_scope(scope):
@@ -242,8 +244,10 @@ class LoaderUnderAcceleratorDefault(Rule):
                     break
                 if type(candidate) is not cst.Call or self._exclusive(candidate, node):
                     continue
+                if entry is not None and scope is self.ctx.module and self._apart(candidate, entry, scope):
+                    continue  # in the other arm of the `if` that calls `main()`
                 if self._sets_cpu_default(candidate):
-                    if found is not None and self._always_after(found[0], candidate, scope):
+                    if found is not None and self._always_after(found[1] or found[0], candidate, scope):
                         found = None  # `set_default_tensor_type(torch.FloatTensor)` after it: back on the CPU
                 elif self._sets_accelerator_default(candidate):
                     found = (candidate, None)
@@ -252,14 +256,40 @@ class LoaderUnderAcceleratorDefault(Rule):
                     if inner is not None:
                         found = (inner, candidate)
                 elif type(candidate.func) is cst.Attribute:
-                    # `option.initialize()`: a method one class of the file defines
-                    method = DeviceAnalysis.of(self.ctx).model.only_method_named(candidate.func.attr.value)
+                    # `option.initialize()`: a method of the file's class, on an instance of it
+                    method = self._own_method(candidate.func)
                     inner = self._body_setting(method, frozenset()) if method is not None else None
                     if inner is not None:
                         found = (inner, candidate)
             if found is not None:
                 return found
         return None
+
+    def _own_method(self, func: cst.Attribute) -> cst.FunctionDef | None:
+        """The method of a class of the file that `receiver.name(...)` calls, where the
+        receiver is an instance of that class (`BaseOptions().parse()`, `opt.parse()`)."""
+        analysis = DeviceAnalysis.of(self.ctx)
+        method = analysis.model.only_method_named(func.attr.value)
+        cls = analysis.class_of(method) if method is not None else None
+        if cls is None:
+            return None
+        receiver = func.value
+        if type(receiver) is cst.Call and dotted_name(receiver.func) == cls.name.value:
+            return method
+        return method if analysis.value_of(receiver).instance_of == cls.name.value else None
+
+    def _apart(self, first: cst.CSTNode, second: cst.CSTNode, scope: cst.CSTNode) -> bool:
+        """Are the two (in `scope`) in different arms of one `if`?"""
+        tree = self.ctx.tree
+        a, b = tree.span(first), tree.span(second)
+        if a is None or b is None:
+            return False
+        for statement in tree.walk_scope(scope):
+            if type(statement) is cst.If and statement.orelse is not None:
+                body, orelse = tree.span(statement.body), tree.span(statement.orelse)
+                if body is not None and orelse is not None and _in_arms(body, orelse, a, b):
+                    return True
+        return False
 
     def _module_call_of(self, function: cst.FunctionDef) -> cst.Call | None:
         """The first call of a top-level function by the module body (`main()`)."""
@@ -288,7 +318,10 @@ class LoaderUnderAcceleratorDefault(Rule):
         for candidate in self.ctx.tree.walk_scope(helper):
             if type(candidate) is not cst.Call:
                 continue
-            if self._sets_accelerator_default(candidate):
+            if self._sets_cpu_default(candidate):
+                if found is not None and self._always_after(found, candidate, helper):
+                    found = None  # a warm-up that sets the default back
+            elif self._sets_accelerator_default(candidate):
                 found = candidate
             elif type(candidate.func) is cst.Name:
                 found = self._helper_setting(candidate.func.value, seen) or found
@@ -378,6 +411,7 @@ _DATASET_BASES = frozenset(
      "torch.utils.data.dataset.IterableDataset"}
 )  # fmt: skip
 _ITEM_METHODS = frozenset({"__init__", "__getitem__", "__getitems__", "__iter__"})
+_WORKER_METHODS = ("__getitem__", "__getitems__", "__iter__")  # what the workers call
 _ACCELERATOR_CALLS = frozenset({"torch.accelerator.current_accelerator"})
 
 
@@ -615,60 +649,68 @@ class AcceleratorTensorInDataset(Rule):
         return self.ctx.imports.qualify(func, frozenset()) in device_tables.DATALOADERS
 
     def _item_helpers(self, cls: cst.ClassDef) -> frozenset[str]:
-        """The methods `__getitem__` (or `__init__`, `__iter__`) reaches through calls on
-        `self` (`self.pull_item(i)`, and what that calls), among the dataset classes of the
-        file related to `cls` (its bases and subclasses here): they run where it runs."""
+        """The methods defined in `cls` that `__getitem__` (or `__iter__`) reaches through
+        calls on `self` (`self.pull_item(i)`, and what that calls), for `cls` or a dataset
+        class of the file deriving from it, each call resolved in that class's own order
+        of bases: they run in the workers. `__init__`'s helpers run in the main process."""
         cached = self._helpers.get(id(cls))
         if cached is not None:
             return cached
-        family = self._dataset_family(cls)
-        methods: dict[str, list[cst.FunctionDef]] = {}
-        for member in family:
-            for statement in _class_body(member):
-                if type(statement) is cst.FunctionDef:
-                    methods.setdefault(statement.name.value, []).append(statement)
-        reached: set[str] = set()
-        todo = [name for name in _ITEM_METHODS if name in methods]
-        while todo:
-            for method in methods.get(todo.pop(), []):
-                params = method.params.params
-                me = params[0].name.value if params else None
-                for node in self.ctx.tree.walk(method.body):
-                    if type(node) is cst.Call and type(node.func) is cst.Attribute:
-                        receiver = node.func.value
-                        name = node.func.attr.value
-                        if (
-                            type(receiver) is cst.Name
-                            and receiver.value == me
-                            and name in methods
-                            and name not in reached
-                            and name not in _ITEM_METHODS
-                        ):
-                            reached.add(name)
-                            todo.append(name)
-        answer = self._helpers[id(cls)] = frozenset(reached)
-        return answer
-
-    def _dataset_family(self, cls: cst.ClassDef) -> list[cst.ClassDef]:
-        """`cls`, the dataset classes of the file it derives from, and those deriving from it."""
         classes = self._classes
         if classes is None:
             classes = self._classes = {n.name.value: n for n in self.ctx.tree.nodes if type(n) is cst.ClassDef}
+        reached: set[str] = set()
+        for concrete in classes.values():
+            order = self._bases_in_order(concrete, classes)
+            if cls not in order or not self._is_dataset(concrete):
+                continue
 
-        def bases(node: cst.ClassDef) -> list[cst.ClassDef]:
-            found = [classes.get(dotted_name(b.value) or "") for b in node.bases]
-            return [b for b in found if b is not None and b is not node]
+            def resolve(name: str) -> tuple[cst.ClassDef, cst.FunctionDef] | None:
+                for member in order:
+                    for statement in _class_body(member):
+                        if type(statement) is cst.FunctionDef and statement.name.value == name:
+                            return member, statement
+                return None
 
-        family = [cls]
+            seen: set[str] = set()
+            todo = [name for name in _WORKER_METHODS if resolve(name) is not None]
+            while todo:
+                found = resolve(todo.pop())
+                if found is None:
+                    continue
+                owner, method = found
+                params = method.params.params
+                me = params[0].name.value if params else None
+                for node in self.ctx.tree.walk(method.body):
+                    if type(node) is not cst.Call or type(node.func) is not cst.Attribute:
+                        continue
+                    receiver, name = node.func.value, node.func.attr.value
+                    if type(receiver) is cst.Name and receiver.value == me and name not in seen:
+                        target = resolve(name)
+                        if target is not None and name not in _ITEM_METHODS:
+                            seen.add(name)
+                            todo.append(name)
+                            if target[0] is cls:
+                                reached.add(name)
+        answer = self._helpers[id(cls)] = frozenset(reached)
+        return answer
+
+    def _bases_in_order(self, cls: cst.ClassDef, classes: dict[str, cst.ClassDef]) -> list[cst.ClassDef]:
+        """`cls` and the file's classes it derives from, nearest first (depth first, as
+        single inheritance resolves)."""
+        order: list[cst.ClassDef] = []
         todo = [cls]
         while todo:
-            current = todo.pop()
-            related = bases(current) + [c for c in classes.values() if current in bases(c)]
-            for other in related:
-                if other not in family and self._is_dataset(other):
-                    family.append(other)
-                    todo.append(other)
-        return family
+            current = todo.pop(0)
+            if current in order:
+                continue
+            order.append(current)
+            todo[:0] = [
+                b
+                for b in (classes.get(dotted_name(arg.value) or "") for arg in current.bases)
+                if b is not None and b is not current
+            ]
+        return order
 
     def _is_dataset(self, cls: cst.ClassDef, seen: frozenset[int] = frozenset()) -> bool:
         known = self._datasets.get(id(cls))
