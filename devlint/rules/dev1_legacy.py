@@ -66,8 +66,9 @@ class LegacyTensorType(Rule):
     `torch.empty(sizes, dtype=...)`; CUDA types add `device=device`. A single bare name
     could be either, so it is reported without a fix. `.type(T)` becomes
     `.to(device, dtype)` (`"cpu"` for the CPU types). `set_default_tensor_type` with a
-    CPU type becomes `set_default_dtype`; with a CUDA type, which also sets the default
-    device, it is reported without a fix.
+    CPU type becomes `set_default_dtype`, unless a CUDA default may be set before it (the
+    CPU type then also sets the device back); with a CUDA type, which also sets the
+    default device, it is reported without a fix.
     """
 
     code = "DEV104"
@@ -81,6 +82,7 @@ class LegacyTensorType(Rule):
         # (scope, name) -> the code naming the device a conditional alias chooses (None:
         # the device binding)
         self._alias_devices: dict[tuple[int, str], str | None] = {}
+        self._accelerator_defaults: list[tuple[int, bool]] | None = None  # see `_accelerator_default_before`
         self._module_aliases()
 
     def _module_aliases(self) -> None:
@@ -200,12 +202,41 @@ class LegacyTensorType(Rule):
         elif qualified == "torch.set_default_tensor_type" and len(node.args) == 1:
             target = self._type_argument(node.args[0].value)
             fix = None
-            if target is not None and not target[1]:
+            # a CPU type also sets the default device back to the CPU, which matters (and
+            # `set_default_dtype` would drop) where the file sets a CUDA default elsewhere
+            if target is not None and not target[1] and not self._accelerator_default_before(node):
                 torch, edits = self.binding.torch()
                 fix = FixPlan.safe(Replace(node, f"{torch}.set_default_dtype({torch}.{target[0]})"), *edits)
             self.report(
                 node, "`set_default_tensor_type` is deprecated: use set_default_dtype / set_default_device", fix
             )
+
+    def _accelerator_default_before(self, call: cst.Call) -> bool:
+        """Is a CUDA tensor type, or a default device other than the CPU, set before `call`
+        in the file, or in a function (which may run any time)?"""
+        if self._accelerator_defaults is None:
+            found: list[tuple[int, bool]] = []  # (position, inside a function)
+            inside_until = -1
+            nodes, ends = self.ctx.tree.nodes, self.ctx.tree.ends
+            for index, node in enumerate(nodes):
+                if type(node) in (cst.FunctionDef, cst.Lambda):
+                    inside_until = max(inside_until, ends[index])
+                if type(node) is not cst.Call or not node.args:
+                    continue
+                qualified = self.ctx.qualify(node.func)
+                setting = False
+                if qualified == "torch.set_default_tensor_type":
+                    target = self._type_argument(node.args[0].value)
+                    setting = target is None or bool(target[1])
+                elif qualified == "torch.set_default_device":
+                    value = node.args[0].value
+                    setting = not (type(value) is cst.SimpleString and value.value[1:-1].split(":")[0] == "cpu")
+                if setting:
+                    found.append((index, index < inside_until))
+            self._accelerator_defaults = found
+        span = self.ctx.tree.span(call)
+        at = span[0] if span is not None else len(self.ctx.tree.nodes)
+        return any(position < at or in_function for position, in_function in self._accelerator_defaults)
 
     def _alias_device_of(self, arg: cst.BaseExpression) -> str | None:
         if type(arg) is cst.Name:
