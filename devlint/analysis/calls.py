@@ -125,6 +125,22 @@ class TorchCalls:
                     return True
         return False
 
+    def _formatted_on_device(self, node: cst.Call) -> bool:
+        """Is the loader's dataset a name the file formats with a device
+        (`set_format(..., device=...)`, `with_format(..., device=...)`)?"""
+        dataset = keyword_arg(node, "dataset") or next(iter(positional_args(node)), None)
+        name = dotted_name(dataset.value) if dataset is not None else None
+        if name is None:
+            return False
+        return any(
+            type(inner) is cst.Call
+            and type(inner.func) is cst.Attribute
+            and inner.func.attr.value in ("set_format", "with_format")
+            and keyword_arg(inner, "device") is not None
+            and dotted_name(inner.func.value) == name
+            for inner in self.model.ctx.tree.nodes
+        )
+
     def _host_output(self, node: cst.Call, name: str) -> AbstractValue:
         """`tokenizer(text, return_tensors="pt")`, `tok.encode(..., return_tensors="pt")`:
         a tensor, or a mapping of tensors, made in host memory."""
@@ -451,8 +467,9 @@ class TorchCalls:
             state.default = self.device_at(node.args[0].value, state) if node.args else UNKNOWN_DEVICE
             return OTHER
         if qualified in T.DATALOADERS:
-            # a `collate_fn` of the file that moves the batch makes batches on its device
-            device = UNKNOWN_DEVICE if self._collate_moves(node) else CPU
+            # a `collate_fn` of the file that moves the batch makes batches on its device, as
+            # does a Hugging Face dataset formatted there (`ds.set_format("torch", device="cuda")`)
+            device = UNKNOWN_DEVICE if self._collate_moves(node) or self._formatted_on_device(node) else CPU
             return AbstractValue(Kind.DATALOADER, device, None, node, Source.CONSTRUCTION, "DataLoader(...)")
         last = qualified.rsplit(".", 1)[-1]
         if qualified in T.MODULE_WRAPPERS:
