@@ -130,16 +130,7 @@ class TorchCalls:
         (`set_format(..., device=...)`, `with_format(..., device=...)`)?"""
         dataset = keyword_arg(node, "dataset") or next(iter(positional_args(node)), None)
         name = dotted_name(dataset.value) if dataset is not None else None
-        if name is None:
-            return False
-        return any(
-            type(inner) is cst.Call
-            and type(inner.func) is cst.Attribute
-            and inner.func.attr.value in ("set_format", "with_format")
-            and keyword_arg(inner, "device") is not None
-            and dotted_name(inner.func.value) == name
-            for inner in self.model.ctx.tree.nodes
-        )
+        return name is not None and name in self.model.formatted_on_device()
 
     def _host_output(self, node: cst.Call, name: str) -> AbstractValue:
         """`tokenizer(text, return_tensors="pt")`, `tok.encode(..., return_tensors="pt")`:
@@ -254,7 +245,7 @@ class TorchCalls:
                                          instance_of=name)  # fmt: skip
                 return AbstractValue(Kind.OTHER, instance_of=name)
             if name == "next" and args and args[0].kind is Kind.DATALOADER:
-                return AbstractValue(Kind.BATCH, CPU, False, node, Source.LOADER, batch_how(args[0]))
+                return AbstractValue(Kind.BATCH, CPU, False, node, Source.LOADER, "a DataLoader batch")
             if name == "iter" and args and args[0].kind is Kind.DATALOADER:
                 return args[0]
             if name in T.BUILTINS_OTHER and callee.kind is Kind.OTHER:
@@ -1062,15 +1053,3 @@ def _host_tensors(node: cst.Call) -> bool:
     Hugging Face tokenizers and processors take): they are made in host memory."""
     arg = keyword_arg(node, "return_tensors")
     return arg is not None and type(arg.value) is cst.SimpleString and arg.value.value[1:-1] == "pt"
-
-
-LOADER_BATCH = "a DataLoader batch"
-
-
-def batch_how(loader: AbstractValue) -> str:
-    """How a batch of `loader` got its device; a batch of a `DataLoader(...)` built here
-    without a `collate_fn` is a tensor or a collection of tensors, nothing else."""
-    call = loader.origin
-    if type(call) is cst.Call and not any(a.star for a in call.args) and keyword_arg(call, "collate_fn") is None:
-        return LOADER_BATCH
-    return "a batch of a DataLoader"

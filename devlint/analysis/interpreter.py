@@ -42,7 +42,7 @@ from devlint.analysis.tree import (
     positional_args,
     string_value,
 )
-from devlint.analysis.calls import LOADER_BATCH, TorchCalls, batch_how
+from devlint.analysis.calls import TorchCalls
 from devlint.analysis.contexts import ENTRY_POINTS, CallContext, CallRecord, matters
 from devlint.analysis.guards import accelerator_type
 
@@ -919,8 +919,8 @@ class ScopeEvaluator(TorchCalls):
             if not value.device.is_cpu:  # its `collate_fn` places the batch
                 return AbstractValue(Kind.BATCH, UNKNOWN_DEVICE, False, loop)
             if self._collates_tensors(value):
-                return AbstractValue(Kind.TENSOR, CPU, False, loop, Source.LOADER, LOADER_BATCH)
-            return AbstractValue(Kind.BATCH, CPU, False, loop, Source.LOADER, batch_how(value))
+                return AbstractValue(Kind.TENSOR, CPU, False, loop, Source.LOADER, "a DataLoader batch")
+            return AbstractValue(Kind.BATCH, CPU, False, loop, Source.LOADER, "a DataLoader batch")
         if value.is_tensor:
             return replace(value, zero_dim=None)
         if value.kind is Kind.UNKNOWN and value.device.known:

@@ -62,13 +62,10 @@ _TRANSPARENT_DECORATORS = frozenset(
 @dataclass(frozen=True)
 class CallRerun:
     """A function interpreted with one call's arguments (`result`), beside its
-    interpretation for any caller (`generic`); `arguments`: parameter -> (argument,
-    its value in the caller)."""
+    interpretation for any caller (`generic`)."""
 
-    record: CallRecord
     result: ScopeResult
     generic: ScopeResult
-    arguments: dict[str, tuple[cst.BaseExpression, AbstractValue]]
 
 
 class FileModel(RelevanceGate, CallContexts):
@@ -112,6 +109,7 @@ class FileModel(RelevanceGate, CallContexts):
         self._init_values: dict[int, dict[str, AbstractValue]] = {}  # what a class's `__init__` leaves
         self._setters: dict[tuple[int, str], frozenset[int]] = {}  # see `first_call_value`
         self._moved_globals: frozenset[str] | None = None  # see `moved_in_functions`
+        self._formatted: frozenset[str] | None = None  # see `formatted_on_device`
         # see `rerun_for_call`: by call and the caller's values (kept, so that their id stays theirs)
         self._reruns: dict[tuple[int, int], tuple[dict, CallRerun | None]] = {}
         self._method_names: dict[str, cst.FunctionDef] | None = None
@@ -369,7 +367,6 @@ class FileModel(RelevanceGate, CallContexts):
         if held is not None and held[0] is values:
             return held[1]
         function = record.callee
-        arguments = self.call_arguments(record, values)
         rerun = None
         if (
             not self.out_of_time()
@@ -394,7 +391,7 @@ class FileModel(RelevanceGate, CallContexts):
             finally:
                 self._per_call -= 1
                 self._running.discard(id(function))
-            rerun = CallRerun(record, result, generic, arguments)
+            rerun = CallRerun(result, generic)
         self._reruns[key] = (values, rerun)
         return rerun
 
@@ -451,6 +448,21 @@ class FileModel(RelevanceGate, CallContexts):
                         found.append(Conflict(record.call, Operand(expr, value), other, "passed", inner=conflict.node))
                     break
         return found
+
+    def formatted_on_device(self) -> frozenset[str]:
+        """Names the file formats with a device (`ds.set_format("torch", device="cuda")`,
+        `with_format(..., device=...)`): a loader over one yields batches already there."""
+        if self._formatted is None:
+            self._formatted = frozenset(
+                name
+                for node in self.ctx.tree.nodes
+                if type(node) is cst.Call
+                and type(node.func) is cst.Attribute
+                and node.func.attr.value in ("set_format", "with_format")
+                and keyword_arg(node, "device") is not None
+                and (name := dotted_name(node.func.value)) is not None
+            )
+        return self._formatted
 
     def moved_in_functions(self) -> frozenset[str]:
         """Module-level names a function of the file moves in place (`def offload():
@@ -855,17 +867,19 @@ class FileModel(RelevanceGate, CallContexts):
                         attrs = {
                             key.split(".", 1)[1]: result.exits.get(key, value) for key, value in result.assigned.items()
                         }
+                        if cls is node and method.name.value == "__init__":
+                            # for a first call: an attribute set on some paths only exists on those
+                            self._init_values[id(node)] = {
+                                key.split(".", 1)[1]: (
+                                    result.exits[key]
+                                    if key in result.exits and result.exits[key].device.known
+                                    else value
+                                )
+                                for key, value in result.assigned.items()
+                            }
                     else:
                         # not interpreted: whatever it assigns to `self` is unknown
                         attrs = dict.fromkeys(_self_attributes_assigned(method), UNKNOWN)
-                    if cls is node and method.name.value == "__init__" and self.is_relevant(method, building=True):
-                        # what it leaves; an attribute set on some paths only exists on those
-                        self._init_values[id(node)] = {
-                            key.split(".", 1)[1]: (
-                                result.exits[key] if key in result.exits and result.exits[key].device.known else value
-                            )
-                            for key, value in result.assigned.items()
-                        }
                     for attr, value in _placeholders(method).items():
                         attrs.pop(attr, None)
                         placeholders[attr] = value if placeholders.get(attr, NONE) is NONE else UNKNOWN

@@ -237,14 +237,16 @@ class LoaderUnderAcceleratorDefault(Rule):
             # `main()` called by the module after `options.initialize()` set the default
             entry = self._module_call_of(top)
             top = entry or top
+        around = [s for s in reversed(self.ctx.ancestors) if type(s) is cst.If]  # the loader's `if`s
+        around_entry = self._ifs_around(entry) if entry is not None else []
         for scope in scopes:
             found = None
             for candidate in self.ctx.tree.walk_scope(scope):
                 if candidate is node or candidate is top:
                     break
-                if type(candidate) is not cst.Call or self._exclusive(candidate, node):
+                if type(candidate) is not cst.Call or self._apart(candidate, node, around):
                     continue
-                if entry is not None and scope is self.ctx.module and self._apart(candidate, entry, scope):
+                if scope is self.ctx.module and self._apart(candidate, entry, around_entry):
                     continue  # in the other arm of the `if` that calls `main()`
                 if self._sets_cpu_default(candidate):
                     if found is not None and self._always_after(found[1] or found[0], candidate, scope):
@@ -278,17 +280,31 @@ class LoaderUnderAcceleratorDefault(Rule):
             return method
         return method if analysis.value_of(receiver).instance_of == cls.name.value else None
 
-    def _apart(self, first: cst.CSTNode, second: cst.CSTNode, scope: cst.CSTNode) -> bool:
-        """Are the two (in `scope`) in different arms of one `if`?"""
+    def _ifs_around(self, node: cst.CSTNode) -> list[cst.If]:
+        """The module-level `if` statements that hold `node` (`main()` under `__main__`)."""
         tree = self.ctx.tree
-        a, b = tree.span(first), tree.span(second)
+        at = tree.span(node)
+        return [
+            s
+            for s in tree.walk_scope(self.ctx.module)
+            if type(s) is cst.If
+            and at is not None
+            and (span := tree.span(s)) is not None
+            and span[0] <= at[0] < span[1]
+        ]
+
+    def _apart(self, first: cst.CSTNode, second: cst.CSTNode | None, ifs: list[cst.If]) -> bool:
+        """Are the two in different arms of one of `ifs` (so never both on one path)?"""
+        tree = self.ctx.tree
+        a, b = tree.span(first), tree.span(second) if second is not None else None
         if a is None or b is None:
             return False
-        for statement in tree.walk_scope(scope):
-            if type(statement) is cst.If and statement.orelse is not None:
-                body, orelse = tree.span(statement.body), tree.span(statement.orelse)
-                if body is not None and orelse is not None and _in_arms(body, orelse, a, b):
-                    return True
+        for statement in ifs:
+            if statement.orelse is None:
+                continue
+            body, orelse = tree.span(statement.body), tree.span(statement.orelse)
+            if body is not None and orelse is not None and _in_arms(body, orelse, a, b):
+                return True
         return False
 
     def _module_call_of(self, function: cst.FunctionDef) -> cst.Call | None:
@@ -326,22 +342,6 @@ class LoaderUnderAcceleratorDefault(Rule):
             elif type(candidate.func) is cst.Name:
                 found = self._helper_setting(candidate.func.value, seen) or found
         return found
-
-    def _exclusive(self, earlier: cst.CSTNode, node: cst.CSTNode) -> bool:
-        """Are the two in different arms of one `if` (so never both on one path)?"""
-        tree = self.ctx.tree
-        first, second = tree.span(earlier), tree.span(node)
-        if first is None or second is None:
-            return False
-        for statement in reversed(self.ctx.ancestors):
-            if type(statement) is not cst.If or statement.orelse is None:
-                continue
-            body, orelse = tree.span(statement.body), tree.span(statement.orelse)
-            if body is None or orelse is None:
-                continue
-            if _in_arms(body, orelse, first, second):
-                return True
-        return False
 
     def _always_after(self, setting: cst.CSTNode, reset: cst.CSTNode, scope: cst.CSTNode) -> bool:
         """Does `reset` run wherever `setting` did: no `if` of `scope` holds `reset`
@@ -656,29 +656,16 @@ class AcceleratorTensorInDataset(Rule):
         cached = self._helpers.get(id(cls))
         if cached is not None:
             return cached
-        classes = self._classes
-        if classes is None:
-            classes = self._classes = {n.name.value: n for n in self.ctx.tree.nodes if type(n) is cst.ClassDef}
+        classes = self._file_classes()
         reached: set[str] = set()
         for concrete in classes.values():
             order = self._bases_in_order(concrete, classes)
             if cls not in order or not self._is_dataset(concrete):
                 continue
-
-            def resolve(name: str) -> tuple[cst.ClassDef, cst.FunctionDef] | None:
-                for member in order:
-                    for statement in _class_body(member):
-                        if type(statement) is cst.FunctionDef and statement.name.value == name:
-                            return member, statement
-                return None
-
             seen: set[str] = set()
-            todo = [name for name in _WORKER_METHODS if resolve(name) is not None]
+            todo = [found for name in _WORKER_METHODS if (found := _resolve(order, name)) is not None]
             while todo:
-                found = resolve(todo.pop())
-                if found is None:
-                    continue
-                owner, method = found
+                _, method = todo.pop()
                 params = method.params.params
                 me = params[0].name.value if params else None
                 for node in self.ctx.tree.walk(method.body):
@@ -686,14 +673,20 @@ class AcceleratorTensorInDataset(Rule):
                         continue
                     receiver, name = node.func.value, node.func.attr.value
                     if type(receiver) is cst.Name and receiver.value == me and name not in seen:
-                        target = resolve(name)
+                        target = _resolve(order, name)
                         if target is not None and name not in _ITEM_METHODS:
                             seen.add(name)
-                            todo.append(name)
+                            todo.append(target)
                             if target[0] is cls:
                                 reached.add(name)
         answer = self._helpers[id(cls)] = frozenset(reached)
         return answer
+
+    def _file_classes(self) -> dict[str, cst.ClassDef]:
+        """The file's classes by name (the last of a name)."""
+        if self._classes is None:
+            self._classes = {n.name.value: n for n in self.ctx.tree.nodes if type(n) is cst.ClassDef}
+        return self._classes
 
     def _bases_in_order(self, cls: cst.ClassDef, classes: dict[str, cst.ClassDef]) -> list[cst.ClassDef]:
         """`cls` and the file's classes it derives from, nearest first (depth first, as
@@ -717,9 +710,7 @@ class AcceleratorTensorInDataset(Rule):
         if known is not None:
             return known
         answer = False
-        classes = self._classes
-        if classes is None:
-            classes = self._classes = {n.name.value: n for n in self.ctx.tree.nodes if type(n) is cst.ClassDef}
+        classes = self._file_classes()
         for base in cls.bases:
             if self.ctx.imports.qualify(base.value) in _DATASET_BASES:
                 answer = True
@@ -827,3 +818,12 @@ def _in_arms(body: tuple[int, int], orelse: tuple[int, int], a: tuple[int, int],
         return arm[0] <= span[0] < arm[1]
 
     return (inside(body, a) and inside(orelse, b)) or (inside(orelse, a) and inside(body, b))
+
+
+def _resolve(order: list[cst.ClassDef], name: str) -> tuple[cst.ClassDef, cst.FunctionDef] | None:
+    """The class in `order` that defines method `name` first, and the method."""
+    for member in order:
+        for statement in _class_body(member):
+            if type(statement) is cst.FunctionDef and statement.name.value == name:
+                return member, statement
+    return None
