@@ -30,7 +30,7 @@ from devlint.analysis.lattice import (
     join_devices,
     join_items,
 )
-from devlint.analysis.contexts import CallRecord
+from devlint.analysis.contexts import CallRecord, self_name
 from devlint.analysis.tree import code_of_name, dotted_name, keyword_arg, positional_args, string_value
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ class TorchCalls:
     def eval_Call(self, node: cst.Call, state: State) -> AbstractValue:
         func = node.func
         qualified = self.qualified(func)
-        receiver = None
+        receiver = callee = None
         if qualified is not None:
             self.result.values[id(func)] = OTHER
         elif type(func) is cst.Attribute:
@@ -52,11 +52,18 @@ class TorchCalls:
         else:
             callee = self.eval(func, state)
         args = [self.eval(arg.value, state) for arg in node.args]
-        if any(value.items is not None for value in args):
-            self._lists_handed_over(node, qualified, args, state)
+        result = self._call(node, state, qualified, receiver, callee, args)
         for arg, value in zip(node.args, args):
             if value.instance_of and type(arg.value) is cst.Name:
                 state.forget_attributes(arg.value.value)  # `to_host(runner)` may replace `runner.model`
+        return result
+
+    def _call(self, node: cst.Call, state: State, qualified: str | None, receiver: AbstractValue | None,
+              callee: AbstractValue | None, args: list[AbstractValue]) -> AbstractValue:  # fmt: skip
+        """A call whose callee (or receiver) and arguments are evaluated."""
+        func = node.func
+        if any(value.items is not None for value in args):
+            self._lists_handed_over(node, qualified, args, state)
         if qualified is not None:
             if qualified.startswith("numpy."):
                 if qualified in _ARRAYS and node.args and self._opens_a_picture(node.args[0].value):
@@ -73,11 +80,13 @@ class TorchCalls:
             elif self._is_self(func.value):
                 callee = self.fallback(f"{self.self_name}.{func.attr.value}")
             else:
-                callee = None
+                callee = self.handed_attribute(key, state) if key is not None else None
             if callee is not None:
                 callee = self._module_if_evident(callee, func)
             if callee is not None and callee.is_module:
                 self.result.values[id(func)] = callee
+                if self.is_module_method and self._is_self(func.value) and not callee.device.known:
+                    self._own_layer_call(node, callee, args)
                 return self._module_call(node, callee, args)
             if self._is_self(func.value) and self.cls:
                 method = self.model.method(self.cls, func.attr.value)
@@ -188,10 +197,24 @@ class TorchCalls:
         method = self.model.only_method_named(name)
         if method is not None:
             self.result.calls.append(CallRecord(method, node, state.mark(), True, receiver, by_name=True))
+            self._reads_through(method, receiver)
         summary = self.model.summary_of(method) if method is not None else None
         if summary is None or summary.returns is None:
             return None
         return _kind_only(summary.returns)
+
+    def _reads_through(self, method: cst.FunctionDef, receiver: cst.BaseExpression) -> None:
+        """`agent.act(s)` on a parameter `agent`: what `act` reads of `self` this function
+        reads of `agent` (`agent.Q`), for its callers to say."""
+        if type(receiver) is not cst.Name or receiver.value not in self.params or receiver.value == self.self_name:
+            return
+        own = self_name(method) if self.model.class_of.get(id(method)) is not None else None
+        if own is None or self.phase1:
+            return
+        for key in self.model.generic_scope(method, []).reads:
+            head, _, attr = key.partition(".")
+            if head == own and "." not in attr:
+                self.result.reads.add(f"{receiver.value}.{attr}")
 
     def _method_of_instance(self, value: AbstractValue, name: str) -> cst.FunctionDef | None:
         """Method `name` of the file's class that `value` is an instance of."""
@@ -236,6 +259,9 @@ class TorchCalls:
                     return result
             local_class = self.model.classes.get(name)
             if local_class is not None:
+                wrapper = self.model.wrapper_base(local_class)
+                if wrapper is not None:
+                    return self._wrapper(wrapper, node, args)
                 if self.model.is_module_class(local_class):
                     device = UNKNOWN_DEVICE if self.model.places_itself(local_class) else state.default
                     if any(a.keyword is not None and "device" in a.keyword.value for a in node.args):
@@ -263,6 +289,8 @@ class TorchCalls:
         accelerator tensors. None when the function has no summary. The call is recorded
         for the function's call context (`contexts.py`)."""
         self.result.calls.append(CallRecord(function, node, state.mark(), bound, receiver))
+        if bound and receiver is not None:
+            self._reads_through(function, receiver)
         summary = self.model.summary_at(function, state if type(self.scope) is cst.Module else None)
         if summary is None:
             return None
@@ -337,6 +365,24 @@ class TorchCalls:
         known.update((k[len(prefix) :], state.env[k]) for k in state.dotted if k.startswith(prefix) and k in state.env)
         return {attr: value for attr, value in known.items() if "." not in attr}
 
+    def _own_layer_call(self, node: cst.Call, layer: AbstractValue, args: list[AbstractValue]) -> None:
+        """`self.pos_emb(torch.LongTensor(...))` in a module's method: the module's own
+        layer is where the module is, which is where its input is (`x.device`, SPEC §4).
+        A tensor the method builds on the CPU fails there once the module is moved."""
+        if layer.layer not in T.PARAMETER_LAYERS or not layer.holds_params:
+            return
+        inputs = [v for v in self.params.values() if v.is_tensor and v.source is Source.PARAMETER and v.device.is_accel]
+        if not inputs:
+            return
+        for arg, value in zip(node.args, args):
+            if arg.keyword is not None or arg.star:
+                continue
+            made_here = value.origin is not None and id(value.origin) in self.result.values
+            if value.is_tensor and value.device.is_cpu and value.source is Source.FACTORY and made_here:
+                home = replace(layer, device=inputs[0].device, origin=None, how="")
+                self._conflict(Conflict(node, Operand(arg.value, value), Operand(node.func, home), "module"))
+                return
+
     def _module_call(self, node: cst.Call, module: AbstractValue, args: list[AbstractValue]) -> AbstractValue:
         """A module called with tensors (see `_module_output`), and the shape of what a
         recurrent layer returns: `out, (h, c) = self.lstm(x)`."""
@@ -354,6 +400,13 @@ class TorchCalls:
         layer = module.layer
         torch_layer = layer.startswith("torch.nn.") and layer not in T.MIXED_INPUT_LAYERS
         tensors = self._call_operands(node, args, keywords=torch_layer or module.stateless, packed=torch_layer)
+        if not torch_layer and not module.stateless:
+            # `model.generate(input_ids=ids)`: the inputs a Hugging Face model is known to take
+            tensors += [
+                Operand(arg.value, value)
+                for arg, value in zip(node.args, args)
+                if arg.keyword is not None and arg.keyword.value in T.MODEL_INPUT_KEYWORDS and value.tensor_like
+            ]
         if not torch_layer and node.args and node.args[0].keyword is None and not node.args[0].star:
             first = node.args[0].value
             if type(first) in (cst.Tuple, cst.List):  # `model([ids, lengths, mask])`: the inputs, packed
@@ -363,7 +416,7 @@ class TorchCalls:
                     if type(e) is not cst.StarredElement
                 ]
                 tensors = [o for o in packed if o.value.tensor_like] + tensors
-        if layer == T.MOVES_INPUTS:
+        if layer in (T.MOVES_INPUTS, T.MOVES_INPUTS_WHEN_MOVED):
             tensors = [o for o in tensors if not o.value.device.is_cpu]  # it moves CPU inputs itself
         maybe = module.maybe_accel or any(o.value.maybe_accel for o in tensors)
         if module.holds_params and module.device.known:
@@ -380,8 +433,16 @@ class TorchCalls:
             returns = self.model.forward_returns(module.instance_of) if module.instance_of else ""
             if returns == "other":
                 return UNKNOWN  # `out, lengths = encoder(x, n)`: the lengths are on the CPU
-            kind = Kind.TENSOR if returns == "tensor" else Kind.UNKNOWN  # a tensor's items are tensors (`out[0][0]`)
+            tensor = returns == "tensor" or layer == T.AUDIO_TRANSFORM
+            kind = Kind.TENSOR if tensor else Kind.UNKNOWN  # a tensor's items are tensors (`out[0][0]`)
             return AbstractValue(kind, module.device, None, module.origin, module.source, module.how)
+        if module.holds_params and module.maybe_accel and layer not in (T.MOVES_INPUTS, T.MOVES_INPUTS_WHEN_MOVED):
+            for operand in tensors:
+                value = operand.value
+                if value.device.is_cpu and value.zero_dim is not True and value.source in (Source.LOADER, Source.NUMPY, Source.FACTORY):
+                    module_side = Operand(node.func, replace(module, device=accel(None)))
+                    self._conflict(Conflict(node, operand, module_side, "module"))
+                    break
         if module.stateless and layer not in T.MIXED_INPUT_LAYERS:
             # a loss is an operation on its inputs, and no CPU scalar may join them
             self._check_operands(node, tensors, elementwise=False)
@@ -444,6 +505,11 @@ class TorchCalls:
             return AbstractValue(Kind.TENSOR, CPU, None, node, Source.NUMPY, f"{short}(...)")
         if qualified.startswith("torchvision.transforms.") and qualified.rsplit(".", 1)[-1][:1].isupper():
             return self._transform(qualified, node)
+        if qualified.startswith("torchaudio.transforms.") and qualified.rsplit(".", 1)[-1][:1].isupper():
+            # `Resample(sr, target)`, `MelSpectrogram(...)`: modules whose buffers (kernels,
+            # windows, filter banks) are where the module is; they map tensors to tensors
+            return AbstractValue(Kind.MODULE, state.default, None, node, Source.CONSTRUCTION, f"{short}(...)",
+                                 holds_params=True, layer=T.AUDIO_TRANSFORM)  # fmt: skip
         if qualified == "torch.accelerator.current_accelerator":
             return AbstractValue(Kind.DEVICE, accel(short + "()"), source=Source.LITERAL)
         if qualified == "torch.device":
@@ -464,14 +530,7 @@ class TorchCalls:
             return AbstractValue(Kind.DATALOADER, device, None, node, Source.CONSTRUCTION, "DataLoader(...)")
         last = qualified.rsplit(".", 1)[-1]
         if qualified in T.MODULE_WRAPPERS:
-            # DataParallel(model) holds `model`, wherever that is, and moves its inputs
-            wrapped = args[0] if args and node.args[0].keyword is None else UNKNOWN
-            if not wrapped.is_module:
-                return UNKNOWN
-            moves = qualified in T.INPUT_MOVING_WRAPPERS or (
-                keyword_arg(node, "device_ids") is not None or len(positional_args(node)) > 1
-            )
-            return replace(wrapped, layer=T.MOVES_INPUTS) if moves else wrapped
+            return self._wrapper(qualified, node, args)
         if (
             last[:1].isupper()
             and (qualified.count(".") == 2 or qualified.startswith("torch.nn.modules."))
@@ -501,6 +560,17 @@ class TorchCalls:
         if qualified.startswith(T.OP_NAMESPACES) and last[:1].islower():
             return self._torch_op(qualified, node, args)
         return UNKNOWN
+
+    def _wrapper(self, qualified: str, node: cst.Call, args: list[AbstractValue]) -> AbstractValue:
+        """`DataParallel(model)` (or an instance of the file's subclass of it) holds
+        `model`, wherever that is, and moves its inputs."""
+        wrapped = args[0] if args and node.args[0].keyword is None else UNKNOWN
+        if not wrapped.is_module:
+            return UNKNOWN
+        moves = qualified in T.INPUT_MOVING_WRAPPERS or (
+            keyword_arg(node, "device_ids") is not None or len(positional_args(node)) > 1
+        )
+        return replace(wrapped, layer=T.MOVES_INPUTS) if moves else wrapped
 
     def _transform(self, qualified: str, node: cst.Call) -> AbstractValue:
         """A torchvision transform: `ToTensor()` (or a `Compose` with one) makes a CPU
@@ -835,6 +905,9 @@ class TorchCalls:
             return accel(first.value)
         last = dotted.rsplit(".", 1)[-1]
         if dotted and ("device" in last or last in T.DEVICE_LIKE_NAMES):
+            head = dotted.split(".", 1)[0]
+            if type(self.scope) is cst.Module and head not in state.env and head in self.model.module_assigned():
+                return UNKNOWN_DEVICE  # read before the module binds it: a notebook's cells run out of order
             return accel(dotted)
         return UNKNOWN_DEVICE
 
@@ -856,6 +929,8 @@ class TorchCalls:
                 if device is not None:
                     short = f".type({code_of_name(node.args[0].value, self.model.ctx.module)})"
                     return AbstractValue(Kind.TENSOR, device, receiver.zero_dim, node, Source.FACTORY, short)
+                if self.qualified(node.args[0].value) in T.DTYPES and receiver.tensor_like:
+                    return replace(receiver, kind=Kind.TENSOR, is_parameter=False)  # `.type(torch.float32)`: a cast
                 return AbstractValue(Kind.TENSOR)
             return OTHER
         if name == "type_as":

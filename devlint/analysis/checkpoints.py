@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from devlint.analysis.tree import child_list, dotted_name
+from devlint.analysis.tree import child_list, dotted_name, string_value
 
 if TYPE_CHECKING:
     from devlint.analysis.devices import DeviceAnalysis
@@ -22,7 +22,13 @@ MODEL = "model"  # used as a model (called, `.eval()`, moved), or handed on with
 
 # Methods that show a loaded object is a model.
 _MODEL_METHODS = frozenset(
-    {"eval", "train", "parameters", "named_parameters", "state_dict", "modules", "children", "forward"}
+    {"eval", "train", "parameters", "named_parameters", "state_dict", "modules", "children", "forward",
+     "named_modules", "named_children", "load_state_dict", "flatten_parameters", "requires_grad_", "zero_grad"}
+)  # fmt: skip
+# Entries only a training checkpoint has: `ckpt["optimizer"]` handed anywhere is one.
+_CHECKPOINT_KEYS = frozenset(
+    {"state_dict", "model", "model_state_dict", "optimizer", "optimizer_state_dict", "net", "generator",
+     "discriminator", "scheduler"}
 )  # fmt: skip
 # Methods a tensor and a model share, whose result is used as the object was: the use of
 # `torch.load(p).to(device)` is the use of that result (a tensor moved is a data file).
@@ -50,8 +56,13 @@ class CheckpointUses:
     def _use_of(self, node: cst.CSTNode, depth: int) -> str | None:
         parents = self._parent_table()
         child, parent = node, parents.get(id(node))
+        entries: set[str] = set()  # the keys read on the way
         while True:  # an entry of it is it: `ckpt["model"]`, `ckpt.get("model")`
             if type(parent) is cst.Subscript and parent.value is child:
+                if len(parent.slice) == 1 and type(parent.slice[0].slice) is cst.Index:
+                    key = string_value(parent.slice[0].slice.value)
+                    if key is not None:
+                        entries.add(key)
                 child, parent = parent, parents.get(id(parent))
             elif type(parent) is cst.Attribute and parent.value is child and parent.attr.value == "get":
                 call = parents.get(id(parent))
@@ -66,12 +77,21 @@ class CheckpointUses:
                 return None
             if parent.attr.value in _MODEL_METHODS:
                 return MODEL
+            if parent.attr.value in ("items", "values") and type(parents.get(id(call))) is cst.CompFor:
+                # `{k: v for k, v in ckpt.items() if k in own}`: what the comprehension is used as
+                comprehension = parents.get(id(parents.get(id(call))))
+                if type(comprehension) in (cst.DictComp, cst.ListComp, cst.GeneratorExp):
+                    return self._use_of(comprehension, depth)
+                return None
             return self._use_of(call, depth) if parent.attr.value in _SAME_KIND else None
         if type(parent) is cst.Call and parent.func is child:
             return MODEL  # called: a whole model
         if type(parent) is cst.Arg:
             call = parents.get(id(parent))
-            return self._argument_use(call, parent, depth) if type(call) is cst.Call else None
+            use = self._argument_use(call, parent, depth) if type(call) is cst.Call else None
+            if use is None and entries & _CHECKPOINT_KEYS:
+                return MODEL  # `Checkpoint(optimizer=ckpt["optimizer"])`: a training checkpoint's entry
+            return use
         if type(parent) in (cst.Assign, cst.AnnAssign) and parent.value is child:
             targets = [t.target for t in parent.targets] if type(parent) is cst.Assign else [parent.target]
             found = [self._name_use(self._scope_of(parent), name, depth) for name in map(dotted_name, targets) if name]
@@ -86,6 +106,11 @@ class CheckpointUses:
         func = call.func
         if type(func) is cst.Attribute and func.attr.value == "load_state_dict":
             return STATE
+        if type(func) is cst.Attribute and func.attr.value == "copy_" and _reads_state_dict(func.value):
+            return STATE  # `model.state_dict()[k].copy_(ckpt[k])`: copied into the model wherever it is
+        if type(func) is cst.Attribute and func.attr.value == "update" and depth < _MAX_DEPTH:
+            receiver = dotted_name(func.value)  # `own.update(ckpt)`: `own` is used as the checkpoint
+            return self._name_use(self._scope_of(call), receiver, depth + 1) if receiver else None
         model = self.analysis.model
         function = model.callee(func.value) if type(func) is cst.Name else None
         if function is not None and depth < _MAX_DEPTH:
@@ -154,6 +179,13 @@ class CheckpointUses:
                     parents[id(child)] = node
             self._parents = parents
         return self._parents
+
+
+def _reads_state_dict(expr: cst.BaseExpression) -> bool:
+    """`model.state_dict()[k]`: an entry of a state dict."""
+    while type(expr) is cst.Subscript:
+        expr = expr.value
+    return type(expr) is cst.Call and type(expr.func) is cst.Attribute and expr.func.attr.value == "state_dict"
 
 
 def _strongest(uses: list[str | None]) -> str | None:

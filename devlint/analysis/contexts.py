@@ -51,6 +51,8 @@ def matters(value: AbstractValue) -> bool:
     """Does `value` say anything the device analysis can use?"""
     if value.kind in _DEVICE_KINDS or value.device.known or value.maybe_accel or value.holds_accel:
         return True
+    if value.instance_of:
+        return True  # `agent` of the file's `Agent`: its methods run where its models are
     return value.elements is not None and any(matters(item) for item in value.elements)
 
 
@@ -185,22 +187,34 @@ class CallContexts:
         if passes_self:
             moved = result.values.get(id(record.receiver), UNKNOWN) if record.receiver is not None else UNKNOWN
             params[own_self] = moved if moved.kind is Kind.MODULE and moved.device.known else UNKNOWN
-        return CallContext(params, self._names_left(record, caller_names, receiver, own_self, rename, gone))
+        left = self._names_left(record, caller, caller_names, receiver, own_self, rename, gone)
+        return CallContext(params, left)
 
-    def _names_left(self, record: CallRecord, caller_names: frozenset[str] | None, receiver: str | None,
-                    own_self: str | None, rename: dict[str, str], gone: frozenset[str]) -> dict[str, AbstractValue]:  # fmt: skip
-        """The module-level names, and the receiver's attributes (as the callee's
-        `self.<attr>`s), that the callee reads, as the caller left them at the call."""
+    def _names_left(self, record: CallRecord, caller: cst.FunctionDef | None, caller_names: frozenset[str] | None,
+                    receiver: str | None, own_self: str | None, rename: dict[str, str],
+                    gone: frozenset[str]) -> dict[str, AbstractValue]:  # fmt: skip
+        """The module-level names, the receiver's attributes (as the callee's
+        `self.<attr>`s) and the attributes of the objects handed in (`agent.Q` of
+        `train(agent)`), that the callee reads, as the caller left them at the call: bound
+        on its path, or passed to the caller by its own callers."""
         wanted: dict[str, str] = {}  # the caller's key -> the callee's
+        handed = {param: name for name, param in rename.items()}  # the callee's parameter -> the caller's name
         for key in self.generic_scope(record.callee, []).reads:
             head, dot, attr = key.partition(".")
             if dot:
                 if receiver is not None and head == own_self:
                     wanted[f"{receiver}.{attr}"] = key
+                elif head in handed and head != own_self:
+                    wanted[f"{handed[head]}.{attr}"] = key
             elif (caller_names is None or key not in caller_names) and key not in gone:
                 wanted[key] = key
+        found = record.mark.values_of(set(wanted))
+        if caller is not None and len(found) < len(wanted):
+            passed = self.context_of(caller)
+            if passed is not None:
+                found.update((key, passed.names[key]) for key in wanted.keys() - found.keys() if key in passed.names)
         left: dict[str, AbstractValue] = {}
-        for key, value in record.mark.values_of(set(wanted)).items():
+        for key, value in found.items():
             if matters(value):
                 left[wanted[key]] = renamed(value, rename, gone)
         return left

@@ -134,7 +134,7 @@ SAME_DEVICE_FUNCTIONS = frozenset(
         "nn.functional.pairwise_distance", "nn.functional.triplet_margin_loss",
         "nn.functional.margin_ranking_loss", "nn.functional.cosine_embedding_loss",
         "nn.functional.layer_norm", "nn.functional.group_norm", "nn.functional.prelu",
-        "nn.functional.scaled_dot_product_attention",
+        "nn.functional.scaled_dot_product_attention", "stft", "istft",
     )
 )  # fmt: skip
 
@@ -291,7 +291,9 @@ MODULE_WRAPPERS = frozenset(
 INPUT_MOVING_WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
                                    "torch.nn.parallel.data_parallel.DataParallel"})  # fmt: skip
 DDP_WRAPPERS = MODULE_WRAPPERS - INPUT_MOVING_WRAPPERS
-MOVES_INPUTS = "moves-inputs"  # the `layer` of a wrapper that moves its inputs
+from devlint.analysis.lattice import MOVES_INPUTS, MOVES_INPUTS_WHEN_MOVED  # noqa: E402  (the lattice joins them)
+
+AUDIO_TRANSFORM = "torchaudio.transforms"  # the `layer` of a torchaudio transform
 
 # torch.nn modules whose tensor inputs need not share a device: CTCLoss takes its lengths
 # on the CPU.
@@ -341,6 +343,8 @@ MODULE_SELF_METHODS = frozenset(
 MOVE_METHODS = frozenset({"to", "cuda", "cpu", "xpu", "mps", "npu", "to_empty"})
 # methods of a model that run it on the tensors they are given (Hugging Face, minGPT)
 MODEL_INPUT_METHODS = frozenset({"generate"})
+# Keyword arguments that are a model's input wherever the model is from (Hugging Face names).
+MODEL_INPUT_KEYWORDS = frozenset({"input_ids", "pixel_values", "input_values", "input_features", "inputs_embeds"})
 
 DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 

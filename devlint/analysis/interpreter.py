@@ -720,6 +720,8 @@ class ScopeEvaluator(TorchCalls):
                     # `model.device = device` after construction: not what the class set
                     return replace(value, device=UNKNOWN_DEVICE, origin=None, how="", maybe_accel=False)
                 return self._owned_where_self_is(attr, value)
+            if head in self.params and head != self.self_name and "." not in attr and not self.phase1:
+                self.result.reads.add(key)  # `agent.Q` of a parameter: its callers may say where it is
             return UNKNOWN
         if key in self.params:
             return self.params[key]
@@ -729,6 +731,15 @@ class ScopeEvaluator(TorchCalls):
             return UNKNOWN
         self.result.reads.add(key)
         return self.model.global_value(key)
+
+    def handed_attribute(self, key: str, state: State) -> AbstractValue | None:
+        """`agent.Q` of a parameter `agent` (not `self`), as the calls of the function
+        left it (`context.names`); None where they say nothing."""
+        head, _, attr = key.partition(".")
+        if head == self.self_name or head not in self.params or head in state.env or "." in attr or self.phase1:
+            return None
+        found = self.fallback(key)
+        return None if found is UNKNOWN else found
 
     def _owned_where_self_is(self, attr: str, value: AbstractValue) -> AbstractValue:
         """A module's parameters, buffers and submodules are where the module is: known
@@ -772,7 +783,7 @@ class ScopeEvaluator(TorchCalls):
             container = self.eval(target.value, state)
             for element in target.slice:
                 self._eval_slice(element, state)
-            if container.kind is Kind.BATCH and dotted_name(target.value) is not None:
+            if (container.kind is Kind.BATCH or container.source is Source.LOADER) and dotted_name(target.value):
                 # `inputs[k] = inputs[k].to(device)`: the batch's entries are where the code puts them
                 self.bind(target.value, UNKNOWN, state)
                 return
@@ -805,6 +816,12 @@ class ScopeEvaluator(TorchCalls):
         init = self.model.method(cls, "__init__") if cls is not None else None
         if init is None or any(arg.star for arg in call.args) or type(init.body) is not cst.IndentedBlock:
             return
+        if not self.phase1 and not value.is_module:
+            # `agent = Agent()`: the models `__init__` built, where nothing else moves them
+            for attr in self.model.init_attributes(cls):
+                held = self.model.held_module(cls, attr, self.scope)
+                if held is not None:
+                    state.set(f"{name}.{attr}", held)
         params = [*init.params.posonly_params, *init.params.params]
         if not params:
             return
@@ -993,8 +1010,13 @@ class ScopeEvaluator(TorchCalls):
         if qualified is not None:
             return OTHER
         receiver = self.eval(node.value, state)
-        if key is not None and key.split(".", 1)[0] == self.self_name and key.count(".") == 1:
-            return self.fallback(key)
+        if key is not None and key.count(".") == 1:
+            head = key.split(".", 1)[0]
+            if head == self.self_name:
+                return self.fallback(key)
+            found = self.handed_attribute(key, state)
+            if found is not None:
+                return found
         attr = node.attr.value
         if receiver.kind in (Kind.TENSOR, Kind.BATCH):
             if attr == "device":

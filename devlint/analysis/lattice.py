@@ -165,7 +165,10 @@ class AbstractValue:
         return (self.tensor_like and self.device.is_accel) or self.maybe_accel
 
     def on(self, device: Device, origin: cst.CSTNode | None, source: Source, how: str) -> AbstractValue:
-        return replace(self, device=device, origin=origin, source=source, how=how, maybe_accel=False)
+        layer = self.layer
+        if layer == MOVES_INPUTS_WHEN_MOVED and not device.is_cpu:
+            layer = MAY_MOVE_INPUTS  # the paths without the wrapper are moved too now
+        return replace(self, device=device, origin=origin, source=source, how=how, maybe_accel=False, layer=layer)
 
     def join(self, other: AbstractValue) -> AbstractValue:
         if self == other:
@@ -188,7 +191,7 @@ class AbstractValue:
             is_parameter=self.is_parameter and other.is_parameter,
             holds_params=self.holds_params and other.holds_params,
             stateless=self.stateless and other.stateless,
-            layer=self.layer if self.layer == other.layer else "",
+            layer=_join_layers(self, other),
             maybe_accel=maybe,
             holds_accel=self.holds_accel or other.holds_accel,
             elements=_join_elements(self.elements, other.elements),
@@ -213,6 +216,29 @@ class AbstractValue:
         if moved and not other.device.is_accel and compatible:
             return self
         return self.join(other)
+
+
+MOVES_INPUTS = "moves-inputs"  # the `layer` of a wrapper that moves its inputs (DataParallel)
+# after a join: such a wrapper on some paths, and on some a module on the accelerator
+# that does not move its inputs (a CPU batch fails there) ...
+MAY_MOVE_INPUTS = "may-move-inputs"
+# ... or one on every path where the module is on the accelerator (the others are on the CPU)
+MOVES_INPUTS_WHEN_MOVED = "moves-inputs-when-moved"
+_MOVING = frozenset({MOVES_INPUTS, MAY_MOVE_INPUTS, MOVES_INPUTS_WHEN_MOVED})
+
+
+def _join_layers(a: AbstractValue, b: AbstractValue) -> str:
+    if a.layer == b.layer:
+        return a.layer
+    if a.layer not in _MOVING and b.layer not in _MOVING:
+        return ""
+
+    def bare_on_accel(value: AbstractValue) -> bool:  # on the accelerator on some path, inputs not moved
+        if value.layer in _MOVING:
+            return value.layer == MAY_MOVE_INPUTS
+        return value.may_be_accel
+
+    return MAY_MOVE_INPUTS if bare_on_accel(a) or bare_on_accel(b) else MOVES_INPUTS_WHEN_MOVED
 
 
 def _join_elements(

@@ -23,6 +23,7 @@ from devlint.analysis.lattice import (
     accel,
 )
 from devlint.analysis.tree import (
+    bound_names,
     call_parameters,
     decorator_names,
     dotted_name,
@@ -102,6 +103,8 @@ class FileModel(RelevanceGate, CallContexts):
         self._per_calls = 0  # how many this file has run
         self._changed: dict[int, frozenset[str] | None] = {}
         self._outside: frozenset[str] | None = None
+        self._setters_outside: dict[str, frozenset[int]] | None = None
+        self._module_assigned: frozenset[str] | None = None
         self._calls: dict[int, list] | None = None  # see CallContexts.calls_of
         self._contexts: dict[int, object] = {}
         self._contexts_running: set[int] = set()
@@ -563,6 +566,20 @@ class FileModel(RelevanceGate, CallContexts):
                 self._early_scopes.clear()
         return self._module
 
+    def module_assigned(self) -> frozenset[str]:
+        """The names the module body assigns (not counting imports and definitions)."""
+        if self._module_assigned is None:
+            names: set[str] = set()
+            for node in statements(self.ctx.module, enter_definitions=False):
+                node_type = type(node)
+                if node_type is cst.Assign:
+                    for target in node.targets:
+                        names.update(bound_names(target.target))
+                elif node_type in (cst.AnnAssign, cst.AugAssign, cst.For):
+                    names.update(bound_names(node.target))
+            self._module_assigned = frozenset(names)
+        return self._module_assigned
+
     def global_value(self, name: str) -> AbstractValue:
         if self._module_running and self._module_now is not None:
             value = self._module_now.env.get(name)  # a call the module body makes now
@@ -578,12 +595,16 @@ class FileModel(RelevanceGate, CallContexts):
                 and not value.device.known
                 and left is not None
                 and left.is_module
-                and left.device.known
+                and left.device.is_accel  # (one left on the CPU may be another than the one moved)
                 and not module.calls
             ):
                 return left
         if value is None:
             return OTHER if name in self.classes or name in self.imports.aliases else UNKNOWN
+        if value.is_module and value.maybe_accel:
+            # the join of every assignment, not of paths: a model moved in one notebook cell and
+            # built again, unmoved, in a later one is not "moved on some paths"
+            return replace(value, maybe_accel=False)
         return value
 
     # -- classes -----------------------------------------------------------------------
@@ -620,6 +641,21 @@ class FileModel(RelevanceGate, CallContexts):
             answer = any(m.name.value == "forward" for m in self._methods(node))
         self._module_classes[key] = answer
         return answer
+
+    def wrapper_base(self, node: cst.ClassDef, _seen: frozenset = frozenset()) -> str | None:
+        """The torch wrapper (`nn.DataParallel`, DDP) the class derives from, itself or
+        through the file's classes, or None."""
+        for arg in node.bases:
+            qualified = self.qualify(arg.value, frozenset())
+            if qualified in T.MODULE_WRAPPERS:
+                return qualified
+        seen = _seen | {id(node)}
+        for base in self.local_bases(node):
+            if id(base) not in seen:
+                found = self.wrapper_base(base, seen)
+                if found is not None:
+                    return found
+        return None
 
     def _unseen_base(self, node: cst.ClassDef, _seen: frozenset = frozenset()) -> bool:
         """Does the class derive (itself or through the file's classes) from a class the
@@ -759,6 +795,58 @@ class FileModel(RelevanceGate, CallContexts):
         if not setters <= {id(method)}:
             return None
         return replace(value, how=f"{value.how}, left by `__init__` for the first call" if value.how else value.how)
+
+    def held_module(self, cls: cst.ClassDef, attr: str, scope: cst.CSTNode) -> AbstractValue | None:
+        """`agent.Q` of an instance built in `scope` (`agent = Agent()`), as `__init__`
+        left it: a model it built, where the class is a plain one standing alone, no
+        other method of it sets or moves the attribute, and no code of the file outside
+        `scope` does to an instance. None where that does not hold."""
+        if not self._stands_alone(cls) or self.is_module_class(cls):
+            return None
+        self.summary(cls)
+        value = self._init_values.get(id(cls), {}).get(attr)
+        if value is None or not value.is_module or not value.holds_params or not value.device.known:
+            return None
+        changed = self.changed_after_init(cls)
+        if changed is None or attr in changed or "*" in self._attribute_setters():
+            return None
+        return value if self._attribute_setters().get(attr, frozenset()) <= {id(scope)} else None
+
+    def init_attributes(self, cls: cst.ClassDef) -> tuple[str, ...]:
+        """The attributes `__init__` leaves set."""
+        self.summary(cls)
+        return tuple(self._init_values.get(id(cls), {}))
+
+    def _attribute_setters(self) -> dict[str, frozenset[int]]:
+        """attr -> the scopes (innermost function, or the module) whose code sets
+        `<x>.<attr>` or moves it in place (`agent.Q.to(device)`), `x` not `self`; "*"
+        where some code sets attributes by name."""
+        if self._setters_outside is None:
+            found: dict[str, set[int]] = {}
+            tree = self.ctx.tree
+            nodes, ends = tree.nodes, tree.ends
+            around: list[tuple[int, int]] = [(len(nodes), id(self.ctx.module))]
+            for position, node in enumerate(nodes):
+                while around[-1][0] <= position:
+                    around.pop()
+                node_type = type(node)
+                attribute = None
+                if node_type in (cst.AssignTarget, cst.AugAssign, cst.AnnAssign):
+                    attribute = node.target
+                elif node_type is cst.Call:
+                    func = node.func
+                    if type(func) is cst.Name and func.value == "setattr":
+                        found.setdefault("*", set()).add(around[-1][1])
+                    elif type(func) is cst.Attribute and func.attr.value in T.MOVE_METHODS:
+                        attribute = func.value
+                if type(attribute) is cst.Attribute and not (
+                    type(attribute.value) is cst.Name and attribute.value.value == "self"
+                ):
+                    found.setdefault(attribute.attr.value, set()).add(around[-1][1])
+                if node_type is cst.FunctionDef or node_type is cst.Lambda:
+                    around.append((ends[position], id(node)))
+            self._setters_outside = {attr: frozenset(scopes) for attr, scopes in found.items()}
+        return self._setters_outside
 
     def _stands_alone(self, cls: cst.ClassDef) -> bool:
         """A class with no base but `object`, that no class of the file derives from."""

@@ -92,14 +92,17 @@ class RelevanceGate:
         cached = self._relevant.get(key)
         if cached is None:
             names: set[str] = set()
-            called = self._called_names(_TENSOR_SOURCE_NAMES)
+            sources = _TENSOR_SOURCE_NAMES
+            if not self.is_module_class(cls):
+                # a plain class's models (`self.Q = QNet(...)`) stay where its code puts them
+                models = {n for n, c in self.classes.items() if self.is_module_class(c)}
+                sources = sources | _LAYER_NAMES | models | {"from_pretrained", "create_model"}
+            called = self._called_names(sources)
             for owner in [*self.local_bases(cls), cls]:
                 for method in self._methods(owner):
                     for node in _self_assigning_statements(method):
                         value = node.value
-                        if value is not None and _mentions_sources(
-                            self.ctx.tree, value, names=_TENSOR_SOURCE_NAMES, called=called
-                        ):
+                        if value is not None and _mentions_sources(self.ctx.tree, value, names=sources, called=called):
                             names.update(attr for attr, _ in _self_targets(method, node))
             if names and self.is_module_class(cls):
                 names = self._unowned(cls, names)

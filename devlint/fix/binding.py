@@ -168,6 +168,14 @@ class BindingService:
         symbol = device.symbol
         binding = self.name
         if symbol is None or symbol == binding:
+            functions = self.ctx.functions()
+            local = bool(functions) and symbol in self.ctx.bindings_of(functions[0])
+            if (symbol is not None and not same_scope and not local and not self.has_module_binding()
+                    and not self._selects_cuda()):  # fmt: skip
+                # `device` named in another function (a parameter there): what its callers pass
+                # is not known to be the binding this fix would create, unless the file chooses
+                # its devices the one way the new binding will (`"cuda" if ... else "cpu"`)
+                return None
             found = self.device()
             return (found.code, found.edits) if found is not None else None
         if symbol[:1] in "\"'":

@@ -22,6 +22,11 @@ class MixedDevices(Rule):
     `loss_fn(input=out, target=y)`), and a CPU tensor indexed by an accelerator index
     or mask.
 
+    A model moved on some paths only (`if args.cuda: model.cuda()`) and called with a
+    tensor that no path moves fails on the paths that move the model: that is reported
+    too (unless a `DataParallel` wrapper moves the inputs on every such path), without
+    a fix, as the tensor must follow the model, not the device binding.
+
     ## Why is this bad?
     PyTorch refuses to compute across devices (`Expected all tensors to be on the same
     device, but found at least two devices, cuda:0 and cpu!`). Code that builds a
@@ -131,6 +136,8 @@ class MixedDevices(Rule):
         origin = cpu.origin
         if cpu.source is not Source.FACTORY or type(origin) is not cst.Call:
             return None
+        if conflict.other.value.maybe_accel:
+            return None  # the other side stays on the CPU on some paths: so must this one there
         if not analysis.in_current_scope(origin):
             return None
         qualified = self.ctx.qualify(origin.func)
@@ -396,6 +403,8 @@ class UnregisteredModuleTensor(Rule):
 
 def _describe(analysis: DeviceAnalysis, operand: Operand) -> str:
     value = operand.value
+    if value.maybe_accel and value.device.is_accel:
+        return "an accelerator on the paths that move it"
     text = str(value.device)
     if value.origin is not None and value.how and value.source is not Source.PARAMETER:
         text += f", line {analysis.line_of(value.origin)}: {value.how}"

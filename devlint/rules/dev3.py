@@ -151,7 +151,9 @@ class BatchLeftOnCpu(Rule):
     indentation, rebinding the batch on the model's device: `x, y = x.to(device),
     y.to(device)` for unpacked batches, `batch = [t.to(device) for t in batch]` for a
     batch unpacked later, `batch = {k: v.to(device) for k, v in batch.items()}` for a
-    dict batch. A batch used in several ways, or a one-line loop, gets no fix.
+    dict batch. A batch used in several ways, or a one-line loop, gets no fix; nor
+    does a batch that meets a model moved on some paths only (`if opt.num_gpus > 0:
+    model = model.cuda()`), which must follow the model rather than the device binding.
     """
 
     code = "DEV302"
@@ -188,16 +190,19 @@ class BatchLeftOnCpu(Rule):
             # handed to a helper of the file: where the helper meets it
             helper = analysis.code(conflict.node.func, 40)
             where = f"in `{helper}` (line {analysis.line_of(conflict.inner)}, called at line {analysis.line_of(conflict.node)})"
+        on = conflict.other.value.device.in_words()
+        if conflict.other.value.maybe_accel:
+            on += " on the paths that move it"
         message = (
             f"batch `{batch}` from `{analysis.code(node.iter, 40)}` stays on the CPU but meets `{other}` "
-            f"on {conflict.other.value.device.in_words()} {where}; move it in the loop"
+            f"on {on} {where}; move it in the loop"
         )
         self.report(node, message, self._fix(node, conflict))
 
     def _fix(self, node: cst.For, conflict: Conflict) -> FixPlan | None:
         body = node.body
-        if type(body) is not cst.IndentedBlock or not body.body:
-            return None
+        if type(body) is not cst.IndentedBlock or not body.body or conflict.other.value.maybe_accel:
+            return None  # a model moved on some paths only: the batch must follow it, not the binding
         device = self.binding.code_for(conflict.other.value.device)
         if device is None:
             return None
@@ -217,12 +222,16 @@ class LoadWithoutMapLocation(Rule):
 
     A checkpoint is what the loaded object is used as: a state dict given to
     `load_state_dict` (directly, through a name, one of its entries, also bound to
-    another name, returned from a helper or passed to one), or a model (called,
-    `.eval()`, `.parameters()`, `.state_dict()`, or handed on with a model as in
-    `transfer(model, torch.load(path))`). `.to()`, `.cuda()` and `.half()` are what a
+    another name, returned from a helper or passed to one, filtered by a comprehension
+    into a dict that is `.update()`d, or copied entry by entry into
+    `model.state_dict()[k]`), a model (called, `.eval()`, `.parameters()`,
+    `.state_dict()`, `.flatten_parameters()`, or handed on with a model as in
+    `transfer(model, torch.load(path))`), or a training checkpoint whose entries
+    (`ckpt["optimizer"]`, `ckpt["model"]`) are handed on. `.to()`, `.cuda()` and `.half()` are what a
     tensor does too: the result is followed instead, so `torch.load(p).to(device)` is a
     model only if it is then used as one. Data files loaded with `torch.load` (tensors
-    indexed, iterated or moved) are not reported.
+    indexed, iterated or moved) are not reported, nor is a load that runs only where
+    CUDA is available (`if torch.cuda.is_available(): ckpt = torch.load(p)`).
 
     ## Why is this bad?
     `torch.load` puts every tensor back on the device it was saved from. A checkpoint
@@ -260,6 +269,8 @@ class LoadWithoutMapLocation(Rule):
             return  # a second positional argument is the map_location
         if any(a.keyword is not None and a.keyword.value == "map_location" for a in node.args):
             return
+        if self.ctx.guards_backend("cuda"):
+            return  # `if torch.cuda.is_available(): torch.load(p)`: where it runs, CUDA is there
         analysis = DeviceAnalysis.of(self.ctx)
         if self._uses is None:
             self._uses = CheckpointUses(analysis)

@@ -431,6 +431,10 @@ class AcceleratorTensorInDataset(Rule):
     reads (`transform=ToCuda()`, alone or in a `Compose` list): they run in the workers
     too, unless the workers are spawned (`multiprocessing_context=`, or
     `set_start_method("spawn")` in the file). SPEC names only the dataset's methods.
+    A dataset class that no other class of the file derives from, whose every instance
+    the file builds is read by DataLoaders without worker processes (`num_workers` not
+    given, or 0), is not reported: its items are made in the training process, where
+    the accelerator works (preprocessing on the GPU on purpose).
 
     ## Why is this bad?
     With `num_workers > 0` the `DataLoader` workers are forked processes, which cannot
@@ -468,6 +472,7 @@ class AcceleratorTensorInDataset(Rule):
         self._collators: frozenset[str] | None = None  # functions collating for loaders with workers
         self._transforms: frozenset[str] | None = None  # classes transforming items in workers
         self._loaders: list | None = None  # DataLoaders with forked workers, and their scopes' names
+        self._in_process: frozenset[str] | None = None  # dataset classes read by no worker process
         self._module_values: dict[str, list[cst.BaseExpression]] | None = None  # module-level assignments
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -535,8 +540,45 @@ class AcceleratorTensorInDataset(Rule):
                 return None  # a method of the class itself, not of a class or function inside it
             if function.name.value not in _ITEM_METHODS and function.name.value not in self._item_helpers(cls):
                 return None
+            if cls.name.value in self._served_in_process():
+                return None
             return cls, function
         return None
+
+    def _served_in_process(self) -> frozenset[str]:
+        """The file's dataset classes that only DataLoaders without worker processes read:
+        every instance the file builds is the dataset of a DataLoader of the file whose
+        `num_workers` is not given, or 0. Their items are made in the training process,
+        where the accelerator is usable. A class the file builds nowhere, or hands to
+        anything else, may be read by workers elsewhere."""
+        if self._in_process is None:
+            names: set[str] = set()
+            classes = self._file_classes()
+            built: dict[str, list[cst.Call]] = {}
+            for node in self.ctx.tree.nodes:
+                if type(node) is cst.Call and type(node.func) is cst.Name and node.func.value in classes:
+                    built.setdefault(node.func.value, []).append(node)
+            if built:
+                module = self._module_assignments()
+                in_process: set[int] = set()
+                elsewhere: set[int] = set()
+                scopes = [self.ctx.module, *(n for n in self.ctx.tree.nodes if type(n) is cst.FunctionDef)]
+                for scope in scopes:
+                    nodes = self.ctx.tree.walk_scope(scope)
+                    bound = module if scope is self.ctx.module else {**module, **_assignments(nodes)}
+                    for loader in (n for n in nodes if type(n) is cst.Call and self._names_loader(n.func)):
+                        dataset = _argument(loader, "dataset", 0)
+                        workers = keyword_arg(loader, "num_workers")
+                        alone = workers is None or (type(workers.value) is cst.Integer and workers.value.evaluated_value == 0)
+                        for call in _calls_of(dataset.value if dataset else None, bound):
+                            (in_process if alone else elsewhere).add(id(call))
+                derived = {dotted_name(base.value) for c in classes.values() for base in c.bases}
+                for name, calls in built.items():
+                    ids = {id(call) for call in calls}
+                    if ids <= in_process and not ids & elsewhere and name not in derived:
+                        names.add(name)  # (a base's methods also run for its subclasses' items)
+            self._in_process = frozenset(names)
+        return self._in_process
 
     def _transform_method(self) -> tuple[cst.ClassDef, cst.FunctionDef] | None:
         """The class and its `__call__` around the current node, where the class is a
