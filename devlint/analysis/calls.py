@@ -365,6 +365,25 @@ class TorchCalls:
         known.update((k[len(prefix) :], state.env[k]) for k in state.dotted if k.startswith(prefix) and k in state.env)
         return {attr: value for attr, value in known.items() if "." not in attr}
 
+    def _traced(self, node: cst.Call, args: list[AbstractValue]) -> AbstractValue:
+        """`writer.add_graph(model, images)`, `torch.jit.trace(model, example)`,
+        `torch.onnx.export(model, x, path)`: the model runs on the example inputs."""
+        positional = [(a, v) for a, v in zip(node.args, args) if a.keyword is None and not a.star]
+        if len(positional) >= 2 and positional[0][1].is_module:
+            module = positional[0][1]
+            example = positional[1]
+            tensors = [example[1]] if example[1].tensor_like else []
+            if module.holds_params and module.device.known and tensors:
+                value = tensors[0]
+                if value.zero_dim is not True and disagree(module.device, value.device):
+                    module_side = Operand(positional[0][0].value, module)
+                    operand = Operand(example[0].value, value)
+                    cpu, other = (module_side, operand) if module.device.is_cpu else (operand, module_side)
+                    self._conflict(Conflict(node, cpu, other, "module"))
+            # they neither move nor keep the model: `torch.jit.trace` gives a module where it is
+            return replace(module, origin=node, how="") if module.holds_params else OTHER
+        return UNKNOWN
+
     def _own_layer_call(self, node: cst.Call, layer: AbstractValue, args: list[AbstractValue]) -> None:
         """`self.pos_emb(torch.LongTensor(...))` in a module's method: the module's own
         layer is where the module is, which is where its input is (`x.device`, SPEC §4).
@@ -439,7 +458,11 @@ class TorchCalls:
         if module.holds_params and module.maybe_accel and layer not in (T.MOVES_INPUTS, T.MOVES_INPUTS_WHEN_MOVED):
             for operand in tensors:
                 value = operand.value
-                if value.device.is_cpu and value.zero_dim is not True and value.source in (Source.LOADER, Source.NUMPY, Source.FACTORY):
+                if (
+                    value.device.is_cpu
+                    and value.zero_dim is not True
+                    and value.source in (Source.LOADER, Source.NUMPY, Source.FACTORY)
+                ):
                     module_side = Operand(node.func, replace(module, device=accel(None)))
                     self._conflict(Conflict(node, operand, module_side, "module"))
                     break
@@ -486,6 +509,8 @@ class TorchCalls:
 
     def _torch_call(self, qualified: str, node: cst.Call, args: list[AbstractValue], state: State) -> AbstractValue:
         short = code_of_name(node.func, self.model.ctx.module)
+        if qualified in T.TRACING_FUNCTIONS:
+            return self._traced(node, args)
         if qualified in T.FACTORIES:
             return self._factory(qualified, short, node, args, state)
         if qualified in T.LIKE_FACTORIES:
@@ -780,6 +805,8 @@ class TorchCalls:
                      args: list[AbstractValue], state: State) -> AbstractValue:  # fmt: skip
         if receiver == _PICTURE_ARRAY and name in ("copy", "astype"):
             return receiver
+        if name in T.TRACING_METHODS:
+            return self._traced(node, args)
         receiver = self._module_if_evident(receiver, receiver_expr)
         if receiver.kind is Kind.BATCH and dotted_name(receiver_expr) is not None:
             # a batch may be a mapping that moves in place (`BatchEncoding.to` returns itself)

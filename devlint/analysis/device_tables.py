@@ -291,7 +291,12 @@ MODULE_WRAPPERS = frozenset(
 INPUT_MOVING_WRAPPERS = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
                                    "torch.nn.parallel.data_parallel.DataParallel"})  # fmt: skip
 DDP_WRAPPERS = MODULE_WRAPPERS - INPUT_MOVING_WRAPPERS
-from devlint.analysis.lattice import MOVES_INPUTS, MOVES_INPUTS_WHEN_MOVED  # noqa: E402  (the lattice joins them)
+MOVES_INPUTS = "moves-inputs"  # the `layer` of a wrapper that moves its inputs (DataParallel)
+# after a join (see the lattice): such a wrapper on some paths, and on some a module on the
+# accelerator that does not move its inputs (a CPU batch fails there) ...
+MAY_MOVE_INPUTS = "may-move-inputs"
+# ... or one on every path where the module is on the accelerator (the others are on the CPU)
+MOVES_INPUTS_WHEN_MOVED = "moves-inputs-when-moved"
 
 AUDIO_TRANSFORM = "torchaudio.transforms"  # the `layer` of a torchaudio transform
 
@@ -343,6 +348,12 @@ MODULE_SELF_METHODS = frozenset(
 MOVE_METHODS = frozenset({"to", "cuda", "cpu", "xpu", "mps", "npu", "to_empty"})
 # methods of a model that run it on the tensors they are given (Hugging Face, minGPT)
 MODEL_INPUT_METHODS = frozenset({"generate"})
+# Calls that turn their (positional) arguments into NumPy arrays.
+CONVERTING_NAMESPACES = ("numpy.", "matplotlib.pyplot.", "sklearn.metrics.", "scipy.")
+
+# Calls that run the model they are given on the example inputs given after it.
+TRACING_FUNCTIONS = frozenset({"torch.jit.trace", "torch.onnx.export"})
+TRACING_METHODS = frozenset({"add_graph"})  # SummaryWriter.add_graph(model, input_to_model)
 # Keyword arguments that are a model's input wherever the model is from (Hugging Face names).
 MODEL_INPUT_KEYWORDS = frozenset({"input_ids", "pixel_values", "input_values", "input_features", "inputs_embeds"})
 

@@ -9,6 +9,8 @@ from dataclasses import dataclass, replace
 
 import libcst as cst
 
+from devlint.analysis.device_tables import MAY_MOVE_INPUTS, MOVES_INPUTS, MOVES_INPUTS_WHEN_MOVED
+
 
 _HEAD = re.compile(r"[A-Za-z_]\w*")
 
@@ -218,12 +220,6 @@ class AbstractValue:
         return self.join(other)
 
 
-MOVES_INPUTS = "moves-inputs"  # the `layer` of a wrapper that moves its inputs (DataParallel)
-# after a join: such a wrapper on some paths, and on some a module on the accelerator
-# that does not move its inputs (a CPU batch fails there) ...
-MAY_MOVE_INPUTS = "may-move-inputs"
-# ... or one on every path where the module is on the accelerator (the others are on the CPU)
-MOVES_INPUTS_WHEN_MOVED = "moves-inputs-when-moved"
 _MOVING = frozenset({MOVES_INPUTS, MAY_MOVE_INPUTS, MOVES_INPUTS_WHEN_MOVED})
 
 

@@ -48,10 +48,26 @@ class RelevanceGate:
                 names, called = names | methods, called | functions
             known = _mentions_sources(self.ctx.tree, function, self._globals_with_sources(), attributes, names,
                                       called)  # fmt: skip
+            if not known and type(function) is cst.FunctionDef:
+                known = self._converts_a_parameter(function)
             if not known and cls is None and not _base and type(function) is cst.FunctionDef:
                 known = self.passed_on(function) is not None
             self._relevant[key] = known
         return known
+
+    def _converts_a_parameter(self, function: cst.FunctionDef) -> bool:
+        """Does the function hand one of its parameters to NumPy, scikit-learn metrics
+        or matplotlib (`roc_curve(labels, scores)`)? Its callers may pass accelerator
+        tensors (DEV203)."""
+        params = {p.name.value for p in (*function.params.posonly_params, *function.params.params)}
+        if not params:
+            return False
+        for node in self.ctx.tree.walk(function.body):
+            if type(node) is cst.Call and any(type(a.value) is cst.Name and a.value.value in params for a in node.args):
+                qualified = self.imports.qualify(node.func, frozenset()) or ""
+                if qualified.startswith(T.CONVERTING_NAMESPACES):
+                    return True
+        return False
 
     def passed_on(self, function: cst.FunctionDef) -> tuple | None:
         """`passed_on(function)` for a module-level function (None for a method)."""

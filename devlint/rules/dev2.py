@@ -257,6 +257,16 @@ class NumpyOnDevice(Rule):
         message = f"`.numpy()` on `{receiver}`, which {where}: NumPy needs it on the CPU"
         self.report(node, message, FixPlan.safe(Replace(func.attr, "cpu().numpy")))
 
+    def _parameter(self, expr: cst.BaseExpression) -> bool:
+        """A parameter of the function around: other callers (other modules too) may hand
+        it a NumPy array, which has no `.cpu()`."""
+        functions = self.ctx.functions()
+        if type(expr) is not cst.Name or not functions:
+            return False
+        params = functions[0].params
+        every = (*params.posonly_params, *params.params, *params.kwonly_params)
+        return any(p.name.value == expr.value for p in every)
+
     def _implicit(self, node: cst.Call) -> None:
         """`np.mean(losses)`, `np.array([loss, acc])`, `plt.plot(t)`: NumPy converts
         its arguments with `.numpy()` too."""
@@ -270,7 +280,9 @@ class NumpyOnDevice(Rule):
             value = analysis.value_of(arg.value)
             if value.may_be_accel_tensor:
                 fix = None
-                if type(arg.value) in (cst.Name, cst.Attribute, cst.Call, cst.Subscript):
+                if type(arg.value) in (cst.Name, cst.Attribute, cst.Call, cst.Subscript) and not self._parameter(
+                    arg.value
+                ):
                     fix = FixPlan.safe(InsertAfter(arg.value, ".cpu()"))
                 tensor = analysis.code(arg.value, 40)
                 self.report(
@@ -288,8 +300,7 @@ class NumpyOnDevice(Rule):
                 return
 
 
-# Calls that turn their arguments into NumPy arrays.
-_CONVERTING = ("numpy.", "matplotlib.pyplot.")
+_CONVERTING = device_tables.CONVERTING_NAMESPACES
 
 
 class UnregisteredModuleTensor(Rule):

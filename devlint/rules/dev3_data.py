@@ -569,7 +569,9 @@ class AcceleratorTensorInDataset(Rule):
                     for loader in (n for n in nodes if type(n) is cst.Call and self._names_loader(n.func)):
                         dataset = _argument(loader, "dataset", 0)
                         workers = keyword_arg(loader, "num_workers")
-                        alone = workers is None or (type(workers.value) is cst.Integer and workers.value.evaluated_value == 0)
+                        alone = workers is None or (
+                            type(workers.value) is cst.Integer and workers.value.evaluated_value == 0
+                        )
                         for call in _calls_of(dataset.value if dataset else None, bound):
                             (in_process if alone else elsewhere).add(id(call))
                 derived = {dotted_name(base.value) for c in classes.values() for base in c.bases}
