@@ -86,7 +86,7 @@ class TorchCalls:
             if callee is not None and callee.is_module:
                 self.result.values[id(func)] = callee
                 if self.is_module_method and self._is_self(func.value) and not callee.device.known:
-                    self._own_layer_call(node, callee, args)
+                    callee = self._own_layer_call(node, callee, args, state)
                 return self._module_call(node, callee, args)
             if self._is_self(func.value) and self.cls:
                 method = self.model.method(self.cls, func.attr.value)
@@ -384,15 +384,23 @@ class TorchCalls:
             return replace(module, origin=node, how="") if module.holds_params else OTHER
         return UNKNOWN
 
-    def _own_layer_call(self, node: cst.Call, layer: AbstractValue, args: list[AbstractValue]) -> None:
+    def _own_layer_call(self, node: cst.Call, layer: AbstractValue, args: list[AbstractValue],
+                        state: State) -> AbstractValue:  # fmt: skip
         """`self.pos_emb(torch.LongTensor(...))` in a module's method: the module's own
         layer is where the module is, which is where its input is (`x.device`, SPEC §4).
-        A tensor the method builds on the CPU fails there once the module is moved."""
+        A tensor the method builds on the CPU fails there once the module is moved; the
+        layer's output is then taken where the layer is (what the fix makes it), so that
+        what follows from it is not reported again."""
         if layer.layer not in T.PARAMETER_LAYERS or not layer.holds_params:
-            return
-        inputs = [v for v in self.params.values() if v.is_tensor and v.source is Source.PARAMETER and v.device.is_accel]
+            return layer
+        inputs = [
+            value
+            for name, value in self.params.items()
+            if value.is_tensor and value.source is Source.PARAMETER and value.device.is_accel
+            and state.env.get(name, value).device == value.device  # (`x = x.cpu()` first: not where the module is)
+        ]  # fmt: skip
         if not inputs:
-            return
+            return layer
         for arg, value in zip(node.args, args):
             if arg.keyword is not None or arg.star:
                 continue
@@ -400,7 +408,8 @@ class TorchCalls:
             if value.is_tensor and value.device.is_cpu and value.source is Source.FACTORY and made_here:
                 home = replace(layer, device=inputs[0].device, origin=None, how="")
                 self._conflict(Conflict(node, Operand(arg.value, value), Operand(node.func, home), "module"))
-                return
+                return home
+        return layer
 
     def _module_call(self, node: cst.Call, module: AbstractValue, args: list[AbstractValue]) -> AbstractValue:
         """A module called with tensors (see `_module_output`), and the shape of what a
@@ -420,11 +429,17 @@ class TorchCalls:
         torch_layer = layer.startswith("torch.nn.") and layer not in T.MIXED_INPUT_LAYERS
         tensors = self._call_operands(node, args, keywords=torch_layer or module.stateless, packed=torch_layer)
         if not torch_layer and not module.stateless:
-            # `model.generate(input_ids=ids)`: the inputs a Hugging Face model is known to take
+            # `model.generate(input_ids=ids)`: the inputs a Hugging Face model is known to take;
+            # `actor(s=s, s_hist=h)`: any input of a model of the file but its lengths
             tensors += [
                 Operand(arg.value, value)
                 for arg, value in zip(node.args, args)
-                if arg.keyword is not None and arg.keyword.value in T.MODEL_INPUT_KEYWORDS and value.tensor_like
+                if arg.keyword is not None
+                and value.tensor_like
+                and (
+                    arg.keyword.value in T.MODEL_INPUT_KEYWORDS
+                    or (module.instance_of and "len" not in arg.keyword.value.lower() and not _names_lengths(arg.value))
+                )
             ]
         if not torch_layer and node.args and node.args[0].keyword is None and not node.args[0].star:
             first = node.args[0].value
@@ -443,6 +458,8 @@ class TorchCalls:
                 # a model's own signature is not known: sequence lengths go in on the CPU
                 # (`model(ids, lengths)` for `pack_padded_sequence`)
                 tensors = tensors[:1] + [o for o in tensors[1:] if not _names_lengths(o.expr)]
+            if self.model.moves_its_input(module.instance_of):
+                tensors = []  # its `forward` puts its input where it wants it (`x = x.to(self.device)`)
             for operand in tensors:
                 if operand.value.zero_dim is not True and disagree(module.device, operand.value.device):
                     module_side = Operand(node.func, module)
@@ -455,8 +472,17 @@ class TorchCalls:
             tensor = returns == "tensor" or layer == T.AUDIO_TRANSFORM
             kind = Kind.TENSOR if tensor else Kind.UNKNOWN  # a tensor's items are tensors (`out[0][0]`)
             return AbstractValue(kind, module.device, None, module.origin, module.source, module.how)
-        if module.holds_params and module.maybe_accel and layer not in (T.MOVES_INPUTS, T.MOVES_INPUTS_WHEN_MOVED):
-            for operand in tensors:
+        if (
+            module.holds_params
+            and module.maybe_accel
+            and layer not in (T.MOVES_INPUTS, T.MOVES_INPUTS_WHEN_MOVED)
+            and not self.model.moves_its_input(module.instance_of)
+            and not any(_names_a_device_choice(self.model.ctx.tree, test) for test in self.tests)
+        ):
+            # (under `if not args.cuda:` the model may well be where the tensor is: the same
+            # choice as the move's, most likely)
+            # (sequence lengths go in on the CPU, as with a model known to be moved)
+            for operand in [o for o in tensors if not _names_lengths(o.expr)]:
                 value = operand.value
                 if (
                     value.device.is_cpu
@@ -533,8 +559,9 @@ class TorchCalls:
         if qualified.startswith("torchaudio.transforms.") and qualified.rsplit(".", 1)[-1][:1].isupper():
             # `Resample(sr, target)`, `MelSpectrogram(...)`: modules whose buffers (kernels,
             # windows, filter banks) are where the module is; they map tensors to tensors
+            buffers = qualified.rsplit(".", 1)[-1] in T.AUDIO_TRANSFORMS_WITH_BUFFERS
             return AbstractValue(Kind.MODULE, state.default, None, node, Source.CONSTRUCTION, f"{short}(...)",
-                                 holds_params=True, layer=T.AUDIO_TRANSFORM)  # fmt: skip
+                                 holds_params=buffers, stateless=not buffers, layer=T.AUDIO_TRANSFORM)  # fmt: skip
         if qualified == "torch.accelerator.current_accelerator":
             return AbstractValue(Kind.DEVICE, accel(short + "()"), source=Source.LITERAL)
         if qualified == "torch.device":
@@ -548,10 +575,15 @@ class TorchCalls:
         if qualified == "torch.set_default_device":
             state.default = self.device_at(node.args[0].value, state) if node.args else UNKNOWN_DEVICE
             return OTHER
+        if qualified in T.TENSOR_DATASETS:
+            # `TensorDataset(ids.to(device), ...)`: its items are where its tensors are
+            return replace(OTHER, holds_accel=any(v.may_be_accel_tensor for v in args))
         if qualified in T.DATALOADERS:
             # a `collate_fn` of the file that moves the batch makes batches on its device, as
             # does a Hugging Face dataset formatted there (`ds.set_format("torch", device="cuda")`)
-            device = UNKNOWN_DEVICE if self._collate_moves(node) or self._formatted_on_device(node) else CPU
+            dataset = args[0] if args and node.args[0].keyword is None else UNKNOWN
+            placed = self._collate_moves(node) or self._formatted_on_device(node) or dataset.holds_accel
+            device = UNKNOWN_DEVICE if placed else CPU
             return AbstractValue(Kind.DATALOADER, device, None, node, Source.CONSTRUCTION, "DataLoader(...)")
         last = qualified.rsplit(".", 1)[-1]
         if qualified in T.MODULE_WRAPPERS:
@@ -932,9 +964,6 @@ class TorchCalls:
             return accel(first.value)
         last = dotted.rsplit(".", 1)[-1]
         if dotted and ("device" in last or last in T.DEVICE_LIKE_NAMES):
-            head = dotted.split(".", 1)[0]
-            if type(self.scope) is cst.Module and head not in state.env and head in self.model.module_assigned():
-                return UNKNOWN_DEVICE  # read before the module binds it: a notebook's cells run out of order
             return accel(dotted)
         return UNKNOWN_DEVICE
 
@@ -1103,6 +1132,16 @@ def _registry_model(func: cst.BaseExpression) -> bool:
         return False
     owner = dotted_name(func.value) or ""
     return owner.endswith("models.__dict__")
+
+
+def _names_a_device_choice(tree, test: cst.BaseExpression) -> bool:
+    """Does an `if` test read a name of a device choice (`args.cuda`, `use_gpu`,
+    `n_gpu > 1`, `device.type == "cpu"`)?"""
+    for node in tree.walk(test):
+        name = node.value if type(node) is cst.Name else node.attr.value if type(node) is cst.Attribute else ""
+        if any(part in name.lower() for part in ("cuda", "gpu", "device", "accel", "mps", "cpu")):
+            return True
+    return False
 
 
 def _names_lengths(expr: cst.BaseExpression) -> bool:

@@ -26,10 +26,10 @@ _MODEL_METHODS = frozenset(
      "named_modules", "named_children", "load_state_dict", "flatten_parameters", "requires_grad_", "zero_grad"}
 )  # fmt: skip
 # Entries only a training checkpoint has: `ckpt["optimizer"]` handed anywhere is one.
-_CHECKPOINT_KEYS = frozenset(
-    {"state_dict", "model", "model_state_dict", "optimizer", "optimizer_state_dict", "net", "generator",
-     "discriminator", "scheduler"}
-)  # fmt: skip
+_CHECKPOINT_KEYS = frozenset({"state_dict", "model_state_dict", "optimizer", "optimizer_state_dict", "optim"})
+# Calls that only look at a value (or write it out): an entry handed to one is no model.
+_LOOKING = frozenset({"print", "str", "repr", "format", "len", "isinstance", "type", "info", "debug", "warning",
+                      "log", "plot", "append", "write", "dumps", "dump"})  # fmt: skip
 # Methods a tensor and a model share, whose result is used as the object was: the use of
 # `torch.load(p).to(device)` is the use of that result (a tensor moved is a data file).
 _SAME_KIND = frozenset({"to", "cuda", "cpu", "half", "float", "double", "bfloat16"})
@@ -89,7 +89,7 @@ class CheckpointUses:
         if type(parent) is cst.Arg:
             call = parents.get(id(parent))
             use = self._argument_use(call, parent, depth) if type(call) is cst.Call else None
-            if use is None and entries & _CHECKPOINT_KEYS:
+            if use is None and entries & _CHECKPOINT_KEYS and _callee_name(call) not in _LOOKING:
                 return MODEL  # `Checkpoint(optimizer=ckpt["optimizer"])`: a training checkpoint's entry
             return use
         if type(parent) in (cst.Assign, cst.AnnAssign) and parent.value is child:
@@ -179,6 +179,13 @@ class CheckpointUses:
                     parents[id(child)] = node
             self._parents = parents
         return self._parents
+
+
+def _callee_name(call: cst.CSTNode) -> str:
+    if type(call) is not cst.Call:
+        return ""
+    func = call.func
+    return func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
 
 
 def _reads_state_dict(expr: cst.BaseExpression) -> bool:

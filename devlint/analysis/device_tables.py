@@ -299,6 +299,12 @@ MAY_MOVE_INPUTS = "may-move-inputs"
 MOVES_INPUTS_WHEN_MOVED = "moves-inputs-when-moved"
 
 AUDIO_TRANSFORM = "torchaudio.transforms"  # the `layer` of a torchaudio transform
+# torchaudio transforms holding buffers (windows, filter banks, kernels): the others hold nothing.
+AUDIO_TRANSFORMS_WITH_BUFFERS = frozenset(
+    {"Spectrogram", "InverseSpectrogram", "MelSpectrogram", "MelScale", "InverseMelScale", "MFCC", "LFCC",
+     "Resample", "GriffinLim", "SpectralCentroid", "PitchShift"}
+)  # fmt: skip
+TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
 
 # torch.nn modules whose tensor inputs need not share a device: CTCLoss takes its lengths
 # on the CPU.

@@ -202,6 +202,7 @@ class ScopeEvaluator(TorchCalls):
         self.opaque: set[str] = set()
         self.generated: dict[int, AbstractValue] = {}  # a call of a generator of this file -> what it yields
         self._branches = 0  # how many `if` arms (or conditional expressions) the evaluation is inside
+        self.tests: list[cst.BaseExpression] = []  # the tests of the `if` statements around
         self.summarised: set[int] = set()  # calls of functions of this file with a summary
         self._evident_modules: frozenset[str] | None = None  # see `evidently_module`
         ctx = model.ctx
@@ -533,6 +534,7 @@ class ScopeEvaluator(TorchCalls):
             # run after the module body) sees what it did
             return self.block(node.body, state)
         self._branches += 1
+        self.tests.append(node.test)
         try:
             body = self.block(node.body, state.copy())
             orelse = state
@@ -543,6 +545,7 @@ class ScopeEvaluator(TorchCalls):
                     orelse = self.block(node.orelse.body, state.copy())
         finally:
             self._branches -= 1
+            self.tests.pop()
         side = self._accelerated_branch(node.test)
         if side == "orelse":
             return self.join_states(orelse, body, guarded=True)
@@ -716,7 +719,10 @@ class ScopeEvaluator(TorchCalls):
                     first = self.model.first_call_value(self.cls, attr, self.scope)
                     if first is not None:
                         return first
-                if value.device.known and self.model.set_from_outside(attr):
+                outside = self.model.set_from_outside(attr)
+                if value.device.known and not self.is_module_method:
+                    outside = outside or self.model.touched_outside(attr)  # `agent.Q.to(device)`
+                if value.device.known and outside:
                     # `model.device = device` after construction: not what the class set
                     return replace(value, device=UNKNOWN_DEVICE, origin=None, how="", maybe_accel=False)
                 return self._owned_where_self_is(attr, value)

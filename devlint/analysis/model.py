@@ -104,7 +104,6 @@ class FileModel(RelevanceGate, CallContexts):
         self._changed: dict[int, frozenset[str] | None] = {}
         self._outside: frozenset[str] | None = None
         self._setters_outside: dict[str, frozenset[int]] | None = None
-        self._module_assigned: frozenset[str] | None = None
         self._calls: dict[int, list] | None = None  # see CallContexts.calls_of
         self._contexts: dict[int, object] = {}
         self._contexts_running: set[int] = set()
@@ -566,20 +565,6 @@ class FileModel(RelevanceGate, CallContexts):
                 self._early_scopes.clear()
         return self._module
 
-    def module_assigned(self) -> frozenset[str]:
-        """The names the module body assigns (not counting imports and definitions)."""
-        if self._module_assigned is None:
-            names: set[str] = set()
-            for node in statements(self.ctx.module, enter_definitions=False):
-                node_type = type(node)
-                if node_type is cst.Assign:
-                    for target in node.targets:
-                        names.update(bound_names(target.target))
-                elif node_type in (cst.AnnAssign, cst.AugAssign, cst.For):
-                    names.update(bound_names(node.target))
-            self._module_assigned = frozenset(names)
-        return self._module_assigned
-
     def global_value(self, name: str) -> AbstractValue:
         if self._module_running and self._module_now is not None:
             value = self._module_now.env.get(name)  # a call the module body makes now
@@ -755,7 +740,7 @@ class FileModel(RelevanceGate, CallContexts):
                         found.add(target.attr.value)
                 elif node_type is cst.Call:
                     func = node.func
-                    if type(func) is cst.Name and func.value == "setattr":
+                    if type(func) is cst.Name and func.value in ("setattr", "getattr", "vars"):
                         found = None
                         break
                     if type(func) is cst.Attribute and func.attr.value in T.MOVE_METHODS:
@@ -819,8 +804,9 @@ class FileModel(RelevanceGate, CallContexts):
 
     def _attribute_setters(self) -> dict[str, frozenset[int]]:
         """attr -> the scopes (innermost function, or the module) whose code sets
-        `<x>.<attr>` or moves it in place (`agent.Q.to(device)`), `x` not `self`; "*"
-        where some code sets attributes by name."""
+        `<x>.<attr>` or moves it in place (`agent.Q.to(device)`), `x` not `self`, and -1
+        where any code hands `<x>.<attr>` on as a value (`self` too: `return self.Q`); "*"
+        where some code reaches attributes by name (`setattr`, `getattr`, `__dict__`)."""
         if self._setters_outside is None:
             found: dict[str, set[int]] = {}
             tree = self.ctx.tree
@@ -833,6 +819,12 @@ class FileModel(RelevanceGate, CallContexts):
                 attribute = None
                 if node_type in (cst.AssignTarget, cst.AugAssign, cst.AnnAssign):
                     attribute = node.target
+                for owner, held in _handed_attributes(node, node_type):
+                    # `(agent.Q, agent.P)`, `q = agent.Q`, `ModuleList([agent.Q])`, `return self.Q`:
+                    # held elsewhere too, where it may be moved (`for net in ...: net.to(d)`)
+                    found.setdefault(held, set()).add(_HANDED_BY_SELF if owner == "self" else _HANDED)
+                if node_type is cst.Attribute and node.attr.value == "__dict__":
+                    found.setdefault("*", set()).add(around[-1][1])
                 elif node_type is cst.Call:
                     func = node.func
                     if type(func) is cst.Name and func.value == "setattr":
@@ -847,6 +839,12 @@ class FileModel(RelevanceGate, CallContexts):
                     around.append((ends[position], id(node)))
             self._setters_outside = {attr: frozenset(scopes) for attr, scopes in found.items()}
         return self._setters_outside
+
+    def touched_outside(self, attr: str) -> bool:
+        """Does code of the file, on an object other than `self`, move `<x>.<attr>` in
+        place, set it or hand it on (or reach attributes by name)?"""
+        setters = self._attribute_setters()
+        return "*" in setters or bool(setters.get(attr, frozenset()) - {_HANDED_BY_SELF})
 
     def _stands_alone(self, cls: cst.ClassDef) -> bool:
         """A class with no base but `object`, that no class of the file derives from."""
@@ -891,6 +889,24 @@ class FileModel(RelevanceGate, CallContexts):
                 value = child.value
                 if builds(value) or (type(value) is cst.Name and value.value in built):
                     return True
+        return False
+
+    def moves_its_input(self, name: str) -> bool:
+        """Does the `forward` of the file's class `name` move or place its input itself
+        (`x = x.to(self.fc.weight.device)`, `torch.as_tensor(x, device=self.device)`)?"""
+        cls = self.classes.get(name) if name else None
+        forward = self.method(cls, "forward") if cls is not None else None
+        if forward is None:
+            return False
+        params = {p.name.value for p in call_parameters(forward, True)}
+        for child in self.ctx.tree.walk(forward.body):
+            if type(child) is not cst.Call:
+                continue
+            func = child.func
+            if type(func) is cst.Attribute and func.attr.value in T.MOVE_METHODS and dotted_name(func.value) in params:
+                return True
+            if keyword_arg(child, "device") is not None and any(dotted_name(a.value) in params for a in child.args):
+                return True
         return False
 
     def places_itself(self, node: cst.ClassDef, _seen: frozenset = frozenset()) -> bool:
@@ -1038,3 +1054,28 @@ def _sets_attribute(method: cst.FunctionDef, attr: str) -> bool:
         if type(statement) is not cst.AugAssign
         for name, _ in _self_targets(method, statement)
     )
+
+
+# Calls that take a value without keeping it (or keep a copy).
+_NOT_HOLDING = frozenset({"deepcopy", "copy", "isinstance", "id", "print", "len", "str", "repr", "type", "hasattr"})
+_HANDED = -1  # in `_attribute_setters`: `<x>.<attr>` handed on as a value somewhere
+_HANDED_BY_SELF = -2  # `self.<attr>` handed on (`return self.Q`)
+
+
+def _handed_attributes(node: cst.CSTNode, node_type: type) -> list[tuple[str, str]]:
+    """The attributes (`<name>.<attr>`, as (name, attr)) `node` hands on as values: items
+    of a tuple, list or set literal, arguments of a call, the value of an assignment or
+    a return."""
+    if node_type in (cst.Tuple, cst.List, cst.Set):
+        values = [e.value for e in node.elements]
+    elif node_type is cst.Call:
+        func = node.func
+        name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
+        if name in _NOT_HOLDING:
+            return []  # `copy.deepcopy(self.actor)`: a copy, or only a look at it
+        values = [a.value for a in node.args]
+    elif node_type in (cst.Assign, cst.Return, cst.AnnAssign):
+        values = [node.value] if node.value is not None else []
+    else:
+        return []
+    return [(v.value.value, v.attr.value) for v in values if type(v) is cst.Attribute and type(v.value) is cst.Name]

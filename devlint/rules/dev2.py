@@ -415,7 +415,7 @@ class UnregisteredModuleTensor(Rule):
 def _describe(analysis: DeviceAnalysis, operand: Operand) -> str:
     value = operand.value
     if value.maybe_accel and value.device.is_accel:
-        return "an accelerator on the paths that move it"
+        return "on an accelerator where the code moves it"
     text = str(value.device)
     if value.origin is not None and value.how and value.source is not Source.PARAMETER:
         text += f", line {analysis.line_of(value.origin)}: {value.how}"

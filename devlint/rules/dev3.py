@@ -77,6 +77,8 @@ class ModelLeftOnCpu(Rule):
                 and (key is None or _touched_elsewhere(self.ctx.tree, self._neighbourhood(key), key, here))
             ):
                 continue  # another function may have moved it first
+            if scope is here and key is not None and _moved_after(self.ctx.tree, here, key, conflict.node):
+                continue  # moved, later: an order to fix (a notebook's cells run out of order), not "never"
             self._report(analysis, node, conflict, same_scope=scope is here)
             return
 
@@ -190,13 +192,16 @@ class BatchLeftOnCpu(Rule):
             # handed to a helper of the file: where the helper meets it
             helper = analysis.code(conflict.node.func, 40)
             where = f"in `{helper}` (line {analysis.line_of(conflict.inner)}, called at line {analysis.line_of(conflict.node)})"
-        on = conflict.other.value.device.in_words()
         if conflict.other.value.maybe_accel:
-            on += " on the paths that move it"
-        message = (
-            f"batch `{batch}` from `{analysis.code(node.iter, 40)}` stays on the CPU but meets `{other}` "
-            f"on {on} {where}; move it in the loop"
-        )
+            message = (
+                f"batch `{batch}` from `{analysis.code(node.iter, 40)}` stays on the CPU but meets `{other}` {where}, "
+                "which is on an accelerator where the code moves it: move the batch where the model is"
+            )
+        else:
+            message = (
+                f"batch `{batch}` from `{analysis.code(node.iter, 40)}` stays on the CPU but meets `{other}` "
+                f"on {conflict.other.value.device.in_words()} {where}; move it in the loop"
+            )
         self.report(node, message, self._fix(node, conflict))
 
     def _fix(self, node: cst.For, conflict: Conflict) -> FixPlan | None:
@@ -405,6 +410,19 @@ def _touched_elsewhere(tree: Tree, within: cst.CSTNode, key: str, here: cst.CSTN
                     return True
                 if any(dotted_name(a.value) == key for a in node.args):
                     return True
+    return False
+
+
+def _moved_after(tree: Tree, scope: cst.CSTNode, key: str, node: cst.CSTNode) -> bool:
+    """Does code of `scope` after `node` move `key` (`model.to(device)`, `model.cuda()`)?"""
+    span = tree.span(node)
+    if span is None:
+        return False
+    for child in tree.walk_scope(scope):
+        if type(child) is cst.Call and _method_name(child) in _MOVES and dotted_name(child.func.value) == key:
+            where = tree.span(child)
+            if where is not None and where[0] >= span[1]:
+                return True
     return False
 
 

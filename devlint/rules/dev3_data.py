@@ -569,6 +569,8 @@ class AcceleratorTensorInDataset(Rule):
                     for loader in (n for n in nodes if type(n) is cst.Call and self._names_loader(n.func)):
                         dataset = _argument(loader, "dataset", 0)
                         workers = keyword_arg(loader, "num_workers")
+                        if workers is None and any(a.star == "**" for a in loader.args):
+                            workers = loader.args[-1]  # `**kwargs` may hold `num_workers`
                         alone = workers is None or (
                             type(workers.value) is cst.Integer and workers.value.evaluated_value == 0
                         )
