@@ -132,6 +132,13 @@ class TorchCalls:
                     return True
                 if keyword_arg(inner, "device") is not None:
                     return True
+                # `torch.cuda.LongTensor(x)`, or `FloatTensor(q)` in a file that sets a CUDA
+                # default type or imports the name from `torch.cuda` (on some branch)
+                name = (dotted_name(func) or "").rsplit(".", 1)[-1]
+                if name in T.LEGACY_TYPE_NAMES:
+                    qualified = self.qualified(func) or ""
+                    if qualified in T.LEGACY_CUDA_TYPES or self.model.may_default_to_cuda_types(name):
+                        return True
         return False
 
     def _formatted_on_device(self, node: cst.Call) -> bool:

@@ -298,6 +298,9 @@ MAY_MOVE_INPUTS = "may-move-inputs"
 # ... or one on every path where the module is on the accelerator (the others are on the CPU)
 MOVES_INPUTS_WHEN_MOVED = "moves-inputs-when-moved"
 
+# `FloatTensor`, `LongTensor`, ...: the names of the legacy tensor types (CPU or CUDA).
+LEGACY_TYPE_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in (*LEGACY_CPU_TYPES, *LEGACY_CUDA_TYPES)) - {"Tensor"}
+
 AUDIO_TRANSFORM = "torchaudio.transforms"  # the `layer` of a torchaudio transform
 # torchaudio transforms holding buffers (windows, filter banks, kernels): the others hold nothing.
 AUDIO_TRANSFORMS_WITH_BUFFERS = frozenset(

@@ -203,6 +203,8 @@ class ScopeEvaluator(TorchCalls):
         self.generated: dict[int, AbstractValue] = {}  # a call of a generator of this file -> what it yields
         self._branches = 0  # how many `if` arms (or conditional expressions) the evaluation is inside
         self.tests: list[cst.BaseExpression] = []  # the tests of the `if` statements around
+        # names bound to a wrapped iteration (`pbar = tqdm(enumerate(loader))`), by name
+        self.wrapped_iterables: dict[str, cst.Call] = {}
         self.summarised: set[int] = set()  # calls of functions of this file with a summary
         self._evident_modules: frozenset[str] | None = None  # see `evidently_module`
         ctx = model.ctx
@@ -467,6 +469,15 @@ class ScopeEvaluator(TorchCalls):
                 self.bind(node.value, value, state)
             for target in node.targets:
                 self.bind(target.target, value, state, node.value)
+                if type(target.target) is cst.Name:
+                    wraps = (
+                        type(node.value) is cst.Call
+                        and (self.qualified(node.value.func) or dotted_name(node.value.func)) in T.ITERATION_WRAPPERS
+                    )
+                    if wraps:
+                        self.wrapped_iterables[target.target.value] = node.value
+                    else:
+                        self.wrapped_iterables.pop(target.target.value, None)
             if value.instance_of and type(node.value) is cst.Call and type(node.targets[-1].target) is cst.Name:
                 self._constructed(node.targets[-1].target.value, node.value, value, state)
         elif type(node) is cst.AnnAssign:
@@ -533,6 +544,9 @@ class ScopeEvaluator(TorchCalls):
             # `if __name__ == "__main__":` of a script: what follows (and the functions that
             # run after the module body) sees what it did
             return self.block(node.body, state)
+        if self._instance_of_base(node.test, state):
+            # `if isinstance(data, Dataset):` with `data` an instance of the file's dataset class
+            return self.block(node.body, state)
         self._branches += 1
         self.tests.append(node.test)
         try:
@@ -570,6 +584,32 @@ class ScopeEvaluator(TorchCalls):
         if implied.when_false and not implied.when_true:
             return "orelse"
         return None
+
+    def _instance_of_base(self, test: cst.BaseExpression, state: State) -> bool:
+        """Is `test` `isinstance(x, C)` with `x` surely an instance of the file's class that
+        derives from `C` (itself, or through the file's classes)?"""
+        if type(test) is not cst.Call or type(test.func) is not cst.Name or test.func.value != "isinstance":
+            return False
+        if len(test.args) != 2 or "isinstance" in self.shadowed:
+            return False
+        value = self.result.values.get(id(test.args[0].value), UNKNOWN)
+        cls = self.model.classes.get(value.instance_of) if value.instance_of else None
+        target = self.qualified(test.args[1].value) or dotted_name(test.args[1].value)
+        if cls is None or target is None:
+            return False
+        todo, seen = [cls], set()
+        while todo:
+            current = todo.pop()
+            if id(current) in seen:
+                continue
+            seen.add(id(current))
+            if current.name.value == target:
+                return True
+            for base in current.bases:
+                if (self.qualified(base.value) or dotted_name(base.value)) == target:
+                    return True
+            todo.extend(self.model.local_bases(current))
+        return False
 
     def stmt_For(self, node: cst.For, state: State) -> State | None:
         iterable = self.eval(node.iter, state)
@@ -963,20 +1003,29 @@ class ScopeEvaluator(TorchCalls):
         return UNKNOWN
 
     def bind_element(self, target: cst.BaseExpression, element: AbstractValue, state: State,
-                     iterable: cst.BaseExpression) -> None:  # fmt: skip
+                     iterable: cst.BaseExpression, origin: cst.CSTNode | None = None) -> None:  # fmt: skip
+        """Bind a loop's target to what `iterable` yields. `origin`: the node the loop's
+        batches come from (the `for`'s own iterable)."""
+        origin = origin if origin is not None else iterable
+        if type(iterable) is cst.Name and iterable.value in self.wrapped_iterables:
+            iterable = self.wrapped_iterables[iterable.value]  # `pbar = tqdm(enumerate(loader))`
         if type(iterable) is cst.Call and type(target) in (cst.Tuple, cst.List):
-            name = dotted_name(iterable.func)
+            name = self.qualified(iterable.func) or dotted_name(iterable.func)
             args = positional_args(iterable)
             elements = [e.value for e in target.elements]
+            if name in T.ITERATION_WRAPPERS and args and type(args[0].value) is cst.Call:
+                # `tqdm(enumerate(loader))`: what the wrapped iterable yields
+                self.bind_element(target, element, state, args[0].value, origin)
+                return
             if name == "enumerate" and args and len(elements) == 2:
                 self.bind(elements[0], OTHER, state)
                 inner = args[0].value
-                item = self.element_of(inner, self.result.values.get(id(inner), UNKNOWN), iterable)
+                item = self.element_of(inner, self.result.values.get(id(inner), UNKNOWN), origin)
                 self.bind_element(elements[1], item, state, inner)
                 return
             if name == "zip" and len(args) == len(elements):
                 for arg, sub in zip(args, elements):
-                    item = self.element_of(arg.value, self.result.values.get(id(arg.value), UNKNOWN), iterable)
+                    item = self.element_of(arg.value, self.result.values.get(id(arg.value), UNKNOWN), origin)
                     self.bind_element(sub, item, state, arg.value)
                 return
         self.bind(target, element, state)

@@ -104,6 +104,7 @@ class FileModel(RelevanceGate, CallContexts):
         self._changed: dict[int, frozenset[str] | None] = {}
         self._outside: frozenset[str] | None = None
         self._setters_outside: dict[str, frozenset[int]] | None = None
+        self._cuda_types: frozenset[str] | None = None
         self._calls: dict[int, list] | None = None  # see CallContexts.calls_of
         self._contexts: dict[int, object] = {}
         self._contexts_running: set[int] = set()
@@ -890,6 +891,27 @@ class FileModel(RelevanceGate, CallContexts):
                 if builds(value) or (type(value) is cst.Name and value.value in built):
                     return True
         return False
+
+    def may_default_to_cuda_types(self, name: str) -> bool:
+        """Can the legacy type `name` (`FloatTensor`) make CUDA tensors here: does the file
+        set a default tensor type or device, or import `name` from `torch.cuda`?"""
+        if self._cuda_types is None:
+            found: set[str] = set()
+            for node in self.ctx.tree.nodes:
+                if type(node) is cst.Call:
+                    func = node.func
+                    called = (
+                        func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
+                    )
+                    if called in ("set_default_tensor_type", "set_default_device"):
+                        found.add("*")
+                elif type(node) is cst.ImportFrom and dotted_name(node.module) == "torch.cuda":
+                    if type(node.names) is not cst.ImportStar:
+                        found.update(alias.evaluated_alias or alias.evaluated_name for alias in node.names)
+                    else:
+                        found.add("*")
+            self._cuda_types = frozenset(found)
+        return "*" in self._cuda_types or name in self._cuda_types
 
     def moves_its_input(self, name: str) -> bool:
         """Does the `forward` of the file's class `name` move or place its input itself

@@ -434,6 +434,10 @@ def _batch_target(node: cst.For) -> cst.BaseExpression | None:
     """The part of the loop target that holds the batch (`i, batch` of `enumerate`)."""
     target = node.target
     iterable = node.iter
+    while type(iterable) is cst.Call and (dotted_name(iterable.func) or "").rsplit(".", 1)[-1] in ("tqdm", "iter"):
+        if not iterable.args or iterable.args[0].keyword is not None:
+            break
+        iterable = iterable.args[0].value  # `tqdm(enumerate(loader), total=n)`
     if type(iterable) is cst.Call and dotted_name(iterable.func) == "enumerate":
         if type(target) in (cst.Tuple, cst.List) and len(target.elements) == 2:
             return target.elements[1].value
