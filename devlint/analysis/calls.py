@@ -213,10 +213,10 @@ class TorchCalls:
     def _reads_through(self, method: cst.FunctionDef, receiver: cst.BaseExpression) -> None:
         """`agent.act(s)` on a parameter `agent`: what `act` reads of `self` this function
         reads of `agent` (`agent.Q`), for its callers to say."""
-        if type(receiver) is not cst.Name or receiver.value not in self.params or receiver.value == self.self_name:
-            return
+        if type(receiver) is not cst.Name or receiver.value not in self.params:
+            return  # (`self.validate()`: what it reads of `self`, this method reads too)
         own = self_name(method) if self.model.class_of.get(id(method)) is not None else None
-        if own is None or self.phase1:
+        if own is None or self.phase1 or method is self.scope:
             return
         for key in self.model.generic_scope(method, []).reads:
             head, _, attr = key.partition(".")
@@ -544,6 +544,15 @@ class TorchCalls:
         short = code_of_name(node.func, self.model.ctx.module)
         if qualified in T.TRACING_FUNCTIONS:
             return self._traced(node, args)
+        if qualified in T.GRAD_NORM_FUNCTIONS and node.args:
+            # `clip_grad_norm_(model.parameters(), c)`: the total norm, a 0-dim tensor where
+            # the parameters are
+            first = node.args[0].value
+            if type(first) is cst.Call and type(first.func) is cst.Attribute and first.func.attr.value == "parameters":
+                owner = self.result.values.get(id(first.func.value), UNKNOWN)
+                if owner.is_module and owner.device.known:
+                    return AbstractValue(Kind.TENSOR, owner.device, True, node, Source.MOVE, short)
+            return AbstractValue(Kind.TENSOR, zero_dim=True)
         if qualified in T.FACTORIES:
             return self._factory(qualified, short, node, args, state)
         if qualified in T.LIKE_FACTORIES:
@@ -970,7 +979,7 @@ class TorchCalls:
         if type(first) is cst.Integer:
             return accel(first.value)
         last = dotted.rsplit(".", 1)[-1]
-        if dotted and ("device" in last or last in T.DEVICE_LIKE_NAMES):
+        if dotted and ("device" in last.lower() or last in T.DEVICE_LIKE_NAMES):
             return accel(dotted)
         return UNKNOWN_DEVICE
 

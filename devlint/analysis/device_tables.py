@@ -360,6 +360,11 @@ MODEL_INPUT_METHODS = frozenset({"generate"})
 # Calls that turn their (positional) arguments into NumPy arrays.
 CONVERTING_NAMESPACES = ("numpy.", "matplotlib.pyplot.", "sklearn.metrics.", "scipy.")
 
+# `clip_grad_norm_` returns the total norm: a 0-dim tensor where the parameters are.
+GRAD_NORM_FUNCTIONS = frozenset(
+    {"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad.clip_grad_norm_", "torch.nn.utils.clip_grad_norm"}
+)
+
 # Calls that run the model they are given on the example inputs given after it.
 TRACING_FUNCTIONS = frozenset({"torch.jit.trace", "torch.onnx.export"})
 TRACING_METHODS = frozenset({"add_graph"})  # SummaryWriter.add_graph(model, input_to_model)

@@ -899,13 +899,27 @@ class ScopeEvaluator(TorchCalls):
             if type(line) is not cst.SimpleStatementLine:
                 continue
             for small in line.body:
-                if type(small) is not cst.Assign or len(small.targets) != 1 or type(small.value) is not cst.Name:
+                if type(small) is not cst.Assign or len(small.targets) != 1:
+                    continue
+                source, moved = small.value, False
+                if type(source) is cst.Call and type(source.func) is cst.Attribute:
+                    # `self.model = model.to(device)`: the model handed in, moved where `__init__` says
+                    source, moved = source.func.value, source.func.attr.value in T.MOVE_METHODS
+                    if not moved:
+                        continue
+                if type(source) is not cst.Name:
                     continue
                 target = small.targets[0].target
                 if type(target) is cst.Attribute and type(target.value) is cst.Name and target.value.value == self_name:
-                    given = passed.get(small.value.value)
-                    once = attributes[target.attr.value] == 1 and parameters[small.value.value] == 1
+                    given = passed.get(source.value)
+                    once = attributes[target.attr.value] == 1 and parameters[source.value] == 1
                     if given is not None and matters(given) and once and target.attr.value not in changed:
+                        if moved:
+                            left = self.model.init_value(cls, target.attr.value)
+                            if not given.is_module or left is None or not left.device.known:
+                                continue
+                            given = replace(given, device=left.device, origin=left.origin, source=left.source,
+                                            how=left.how, maybe_accel=False)  # fmt: skip
                         state.set(f"{name}.{target.attr.value}", given)
 
     def move_aliases(self, key: str | None, old: AbstractValue, new: AbstractValue, state: State) -> None:

@@ -798,6 +798,11 @@ class FileModel(RelevanceGate, CallContexts):
             return None
         return value if self._attribute_setters().get(attr, frozenset()) <= {id(scope)} else None
 
+    def init_value(self, cls: cst.ClassDef, attr: str) -> AbstractValue | None:
+        """`self.<attr>` as `__init__` leaves it, whoever builds the object."""
+        self.summary(cls)
+        return self._init_values.get(id(cls), {}).get(attr)
+
     def init_attributes(self, cls: cst.ClassDef) -> tuple[str, ...]:
         """The attributes `__init__` leaves set."""
         self.summary(cls)

@@ -112,7 +112,7 @@ class RelevanceGate:
             if not self.is_module_class(cls):
                 # a plain class's models (`self.Q = QNet(...)`) stay where its code puts them
                 models = {n for n, c in self.classes.items() if self.is_module_class(c)}
-                sources = sources | _LAYER_NAMES | models | {"from_pretrained", "create_model"}
+                sources = sources | _LAYER_NAMES | models | T.MOVE_METHODS | {"from_pretrained", "create_model"}
             called = self._called_names(sources)
             for owner in [*self.local_bases(cls), cls]:
                 for method in self._methods(owner):
