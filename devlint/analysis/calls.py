@@ -134,11 +134,12 @@ class TorchCalls:
                     return True
                 # `torch.cuda.LongTensor(x)`, or `FloatTensor(q)` in a file that sets a CUDA
                 # default type or imports the name from `torch.cuda` (on some branch)
-                name = (dotted_name(func) or "").rsplit(".", 1)[-1]
-                if name in T.LEGACY_TYPE_NAMES:
-                    qualified = self.qualified(func) or ""
-                    if qualified in T.LEGACY_CUDA_TYPES or self.model.may_default_to_cuda_types(name):
-                        return True
+                name = dotted_name(func) or ""
+                qualified = self.qualified(func) or ""
+                if qualified in T.LEGACY_CUDA_TYPES or name in self.model.cuda_type_names():
+                    return True  # `torch.cuda.FloatTensor(x)`, or a name it may be bound to
+                if qualified == "torch.Tensor" and self.model.may_set_cuda_default():
+                    return True  # `torch.Tensor(x)` follows the default type, which may be CUDA's
         return False
 
     def _formatted_on_device(self, node: cst.Call) -> bool:
@@ -278,6 +279,8 @@ class TorchCalls:
                                          instance_of=name)  # fmt: skip
                 return AbstractValue(Kind.OTHER, instance_of=name)
             if name == "next" and args and args[0].kind is Kind.DATALOADER:
+                if not args[0].device.is_cpu:  # its `collate_fn` places the batch
+                    return AbstractValue(Kind.BATCH, UNKNOWN_DEVICE, False, node)
                 return AbstractValue(Kind.BATCH, CPU, False, node, Source.LOADER, "a DataLoader batch")
             if name == "iter" and args and args[0].kind is Kind.DATALOADER:
                 return args[0]
@@ -979,7 +982,7 @@ class TorchCalls:
         if type(first) is cst.Integer:
             return accel(first.value)
         last = dotted.rsplit(".", 1)[-1]
-        if dotted and ("device" in last.lower() or last in T.DEVICE_LIKE_NAMES):
+        if dotted and ("device" in last.lower() or last in T.DEVICE_LIKE_NAMES) and "cpu" not in last.lower():
             return accel(dotted)
         return UNKNOWN_DEVICE
 

@@ -845,6 +845,7 @@ class ScopeEvaluator(TorchCalls):
         if type(target) is cst.Name:
             value = _resymbolize(value, key)
             state.forget_attributes(key)
+            self.wrapped_iterables.pop(key, None)  # (an `Assign` of a wrapper records it again)
         elif value.kind in (Kind.DEVICE, Kind.OTHER):
             value = _resymbolize(value, key)
         state.set(key, value)
@@ -865,7 +866,7 @@ class ScopeEvaluator(TorchCalls):
         if not self.phase1 and not value.is_module:
             # `agent = Agent()`: the models `__init__` built, where nothing else moves them
             for attr in self.model.init_attributes(cls):
-                held = self.model.held_module(cls, attr, self.scope)
+                held = self.model.held_module(cls, attr, self.scope, lambda head: self.lookup(head, state))
                 if held is not None:
                     state.set(f"{name}.{attr}", held)
         params = [*init.params.posonly_params, *init.params.params]
@@ -915,11 +916,20 @@ class ScopeEvaluator(TorchCalls):
                     once = attributes[target.attr.value] == 1 and parameters[source.value] == 1
                     if given is not None and matters(given) and once and target.attr.value not in changed:
                         if moved:
+                            # where `__init__` moves it: only to a device its caller cannot choose
+                            # (a module-level binding, a literal), not `device`/`self.device`
                             left = self.model.init_value(cls, target.attr.value)
-                            if not given.is_module or left is None or not left.device.known:
+                            if not given.is_module or left is None or not left.device.is_accel:
                                 continue
+                            if not self.model.chosen_by_module(
+                                left.device, init, lambda head: self.lookup(head, state)
+                            ):
+                                continue  # (`device`, `self.device`, `next(model.parameters()).device`)
                             given = replace(given, device=left.device, origin=left.origin, source=left.source,
                                             how=left.how, maybe_accel=False)  # fmt: skip
+                            argument = _argument_for(call, names, source.value)
+                            if type(argument) is cst.Name:
+                                state.set(argument.value, given)  # `Module.to` moved the caller's model in place
                         state.set(f"{name}.{target.attr.value}", given)
 
     def move_aliases(self, key: str | None, old: AbstractValue, new: AbstractValue, state: State) -> None:
@@ -1442,3 +1452,15 @@ def _runs_as_script(test: cst.BaseExpression) -> bool:
     names = [s for s in sides if type(s) is cst.Name and s.value == "__name__"]
     strings = [s for s in sides if type(s) is cst.SimpleString and s.value[1:-1] == "__main__"]
     return len(names) == 1 and len(strings) == 1
+
+
+def _argument_for(call: cst.Call, names: list[str], param: str) -> cst.BaseExpression | None:
+    """The argument of `call` that fills parameter `param` (`names`: the parameters in order)."""
+    for index, arg in enumerate(call.args):
+        if arg.star:
+            return None
+        if (arg.keyword is not None and arg.keyword.value == param) or (
+            arg.keyword is None and index < len(names) and names[index] == param
+        ):
+            return arg.value
+    return None

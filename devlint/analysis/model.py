@@ -6,6 +6,7 @@ classes, which are nn.Modules, what they register and own, and the summary of
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import libcst as cst
@@ -18,12 +19,12 @@ from devlint.analysis.lattice import (
     UNKNOWN_DEVICE,
     AbstractValue,
     Conflict,
+    Device,
     Kind,
     Operand,
     accel,
 )
 from devlint.analysis.tree import (
-    bound_names,
     call_parameters,
     decorator_names,
     dotted_name,
@@ -782,7 +783,8 @@ class FileModel(RelevanceGate, CallContexts):
             return None
         return replace(value, how=f"{value.how}, left by `__init__` for the first call" if value.how else value.how)
 
-    def held_module(self, cls: cst.ClassDef, attr: str, scope: cst.CSTNode) -> AbstractValue | None:
+    def held_module(self, cls: cst.ClassDef, attr: str, scope: cst.CSTNode,
+                    known: Callable[[str], AbstractValue]) -> AbstractValue | None:  # fmt: skip
         """`agent.Q` of an instance built in `scope` (`agent = Agent()`), as `__init__`
         left it: a model it built, where the class is a plain one standing alone, no
         other method of it sets or moves the attribute, and no code of the file outside
@@ -793,10 +795,25 @@ class FileModel(RelevanceGate, CallContexts):
         value = self._init_values.get(id(cls), {}).get(attr)
         if value is None or not value.is_module or not value.holds_params or not value.device.known:
             return None
+        init = self.method(cls, "__init__")
+        if init is None or not self.chosen_by_module(value.device, init, known):
+            return None  # moved where the caller says (`model.to(device)`, `device` a parameter)
         changed = self.changed_after_init(cls)
         if changed is None or attr in changed or "*" in self._attribute_setters():
             return None
         return value if self._attribute_setters().get(attr, frozenset()) <= {id(scope)} else None
+
+    def chosen_by_module(self, device: Device, init: cst.FunctionDef, known: Callable[[str], AbstractValue]) -> bool:
+        """Is `device`, as `__init__` names it, one its caller cannot choose: the CPU, a
+        literal, or a module-level binding (not `device`, `self.device`, or
+        `next(model.parameters()).device`)? `known`: a global's value where the question is asked."""
+        if device.is_cpu:
+            return True
+        symbol = device.symbol or ""
+        if symbol[:1] in ("'", '"'):
+            return True
+        head = device.head
+        return bool(head) and head == symbol and head not in self.ctx.bindings_of(init) and known(head).device.known
 
     def init_value(self, cls: cst.ClassDef, attr: str) -> AbstractValue | None:
         """`self.<attr>` as `__init__` leaves it, whoever builds the object."""
@@ -897,26 +914,40 @@ class FileModel(RelevanceGate, CallContexts):
                     return True
         return False
 
-    def may_default_to_cuda_types(self, name: str) -> bool:
-        """Can the legacy type `name` (`FloatTensor`) make CUDA tensors here: does the file
-        set a default tensor type or device, or import `name` from `torch.cuda`?"""
+    def cuda_type_names(self) -> frozenset[str]:
+        """Names that may be bound to a legacy CUDA type: imported from `torch.cuda`
+        (`from torch.cuda import FloatTensor`, on some branch), or assigned one
+        (`Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor`)."""
         if self._cuda_types is None:
             found: set[str] = set()
             for node in self.ctx.tree.nodes:
-                if type(node) is cst.Call:
-                    func = node.func
-                    called = (
-                        func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
-                    )
-                    if called in ("set_default_tensor_type", "set_default_device"):
-                        found.add("*")
-                elif type(node) is cst.ImportFrom and dotted_name(node.module) == "torch.cuda":
+                if (
+                    type(node) is cst.ImportFrom
+                    and type(node.module) is not None
+                    and dotted_name(node.module) == "torch.cuda"
+                ):
                     if type(node.names) is not cst.ImportStar:
                         found.update(alias.evaluated_alias or alias.evaluated_name for alias in node.names)
-                    else:
-                        found.add("*")
+                elif type(node) is cst.Assign and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name:
+                    values = [v for v in self.ctx.tree.walk(node.value) if type(v) is cst.Attribute]
+                    if any((self.qualify(v, frozenset()) or "") in T.LEGACY_CUDA_TYPES for v in values):
+                        found.add(node.targets[0].target.value)
             self._cuda_types = frozenset(found)
-        return "*" in self._cuda_types or name in self._cuda_types
+        return self._cuda_types
+
+    def may_set_cuda_default(self) -> bool:
+        """Does the file set a default tensor type or device other than the CPU's?"""
+        for node in self.ctx.tree.nodes:
+            if type(node) is cst.Call and node.args:
+                func = node.func
+                called = (
+                    func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
+                )
+                if called in ("set_default_tensor_type", "set_default_device"):
+                    text = self.ctx.module.code_for_node(node.args[0].value)
+                    if "cpu" not in text.lower() and "DoubleTensor" not in text and "torch.FloatTensor" not in text:
+                        return True
+        return False
 
     def moves_its_input(self, name: str) -> bool:
         """Does the `forward` of the file's class `name` move or place its input itself

@@ -84,6 +84,8 @@ class MixedDevices(Rule):
         conflict = analysis.conflict_at(node)
         if conflict is None or self._left_to_another_rule(analysis, conflict):
             return
+        if any(analysis.conflict_at(side.expr) is not None for side in (conflict.cpu, conflict.other)):
+            return  # an operand that already failed (`self.Q(s).gather(1, a)`): reported there
         if self.ctx.runs_without_accelerator():
             return  # the branch for machines without the accelerator the other operand needs
         origin = conflict.cpu.value.origin

@@ -212,7 +212,7 @@ class BatchLeftOnCpu(Rule):
         if device is None:
             return None
         code, edits = device
-        statement = _rebinding(_batch_target(node), body, code)
+        statement = _rebinding(_batch_target(self.ctx, node), body, code)
         if statement is None:
             return None
         indent = self.ctx.indentation() + (body.indent if body.indent is not None else self.ctx.module.default_indent)
@@ -301,7 +301,9 @@ class OptimizerBeforeMove(Rule):
     Checks for optimizers built from `model.parameters()` before `model` is moved in the same scope.
 
     An optimizer is a `torch.optim` class, or a local subclass of `torch.optim.Optimizer`
-    (directly or through local bases).
+    (directly or through local bases). Its parameters may come through a helper given
+    the model's parts (`params_of(net.backbone, nn.Conv2d)`), and the move may be of a
+    wrapper (`net = DataParallel(net).cuda()`).
 
     ## Why is this bad?
     PyTorch's documentation asks for the move first: the optimizer keeps references to
@@ -340,6 +342,16 @@ class OptimizerBeforeMove(Rule):
             for call in self.ctx.tree.walk(params.value)
             if type(call) is cst.Call and _method_name(call) in ("parameters", "named_parameters")
             for key in [dotted_name(call.func.value)]
+            if key is not None
+        }
+        # `params_of(net.model, nn.Conv2d)`: a helper collecting parameters of `net`'s parts
+        models |= {
+            key.split(".", 1)[0]
+            for call in self.ctx.tree.walk(params.value)
+            if type(call) is cst.Call and type(call.func) is cst.Name
+            for arg in call.args
+            if arg.keyword is None and type(arg.value) is cst.Attribute
+            for key in [dotted_name(arg.value)]
             if key is not None
         }
         analysis = DeviceAnalysis.of(self.ctx)
@@ -430,14 +442,17 @@ def _method_name(call: cst.Call) -> str | None:
     return call.func.attr.value if type(call.func) is cst.Attribute else None
 
 
-def _batch_target(node: cst.For) -> cst.BaseExpression | None:
-    """The part of the loop target that holds the batch (`i, batch` of `enumerate`)."""
+def _batch_target(ctx, node: cst.For) -> cst.BaseExpression | None:
+    """The part of the loop target that holds the batch (`i, batch` of `enumerate`);
+    None where that is not known (a progress bar bound to a name: `for i, b in pbar`)."""
     target = node.target
     iterable = node.iter
-    while type(iterable) is cst.Call and (dotted_name(iterable.func) or "").rsplit(".", 1)[-1] in ("tqdm", "iter"):
+    while type(iterable) is cst.Call and (ctx.qualify(iterable.func) or dotted_name(iterable.func) or "") in _WRAPPERS:
         if not iterable.args or iterable.args[0].keyword is not None:
             break
         iterable = iterable.args[0].value  # `tqdm(enumerate(loader), total=n)`
+    if type(iterable) is cst.Name and _names_a_wrapper(ctx, iterable.value):
+        return None
     if type(iterable) is cst.Call and dotted_name(iterable.func) == "enumerate":
         if type(target) in (cst.Tuple, cst.List) and len(target.elements) == 2:
             return target.elements[1].value
@@ -445,6 +460,22 @@ def _batch_target(node: cst.For) -> cst.BaseExpression | None:
     if type(iterable) is cst.Call and dotted_name(iterable.func) == "zip":
         return None
     return target
+
+
+_WRAPPERS = device_tables.ITERATION_WRAPPERS
+
+
+def _names_a_wrapper(ctx, name: str) -> bool:
+    """Is `name` assigned a progress bar or iterator (`pbar = tqdm(enumerate(loader))`) in
+    the function around?"""
+    functions = ctx.functions()
+    scope = functions[0] if functions else ctx.module
+    for node in ctx.tree.walk_scope(scope):
+        if type(node) is cst.Assign and any(dotted_name(t.target) == name for t in node.targets):
+            value = node.value
+            if type(value) is cst.Call and (ctx.qualify(value.func) or dotted_name(value.func) or "") in _WRAPPERS:
+                return True
+    return False
 
 
 def _rebinding(target: cst.BaseExpression | None, body: cst.IndentedBlock, device: str) -> str | None:
@@ -505,12 +536,22 @@ def _shape_of_use(use: cst.Name, parent: cst.CSTNode) -> str:
     return "other"
 
 
+def _moves_model(analysis: DeviceAnalysis, receiver: cst.BaseExpression, model: str) -> bool:
+    """Is `receiver` of a move `model`, or a wrapper of it (`DataParallel(net).cuda()`)?"""
+    if dotted_name(receiver) == model:
+        return True
+    if type(receiver) is cst.Call and receiver.args and receiver.args[0].keyword is None:
+        wrapper = analysis.ctx.qualify(receiver.func) or ""
+        return wrapper in device_tables.MODULE_WRAPPERS and dotted_name(receiver.args[0].value) == model
+    return False
+
+
 def _later_move(analysis: DeviceAnalysis, scope: cst.CSTNode, model: str, line: int) -> cst.Call | None:
     """The first move of `model` after `line` in this scope, unless it is rebound first."""
     moves = []
     rebinds = []
     for node in analysis.ctx.tree.walk_scope(scope):
-        if type(node) is cst.Call and _method_name(node) in _MOVES and dotted_name(node.func.value) == model:
+        if type(node) is cst.Call and _method_name(node) in _MOVES and _moves_model(analysis, node.func.value, model):
             value = analysis.value_of(node)
             if value.origin is node and value.source is Source.MOVE and not value.device.is_cpu:
                 moves.append(node)
