@@ -69,6 +69,8 @@ class TorchCalls:
                 if qualified in _ARRAYS and node.args and self._opens_a_picture(node.args[0].value):
                     return _PICTURE_ARRAY  # `np.array(Image.open(p).convert("RGB"))`: rows and columns
                 return OTHER  # NumPy gives arrays and numbers in host memory, never a tensor
+            if T.is_hf_trainer(qualified) and self._trainer_moves(node, args, state):
+                return OTHER
             result = self._torch_call(qualified, node, args, state)
             if result == UNKNOWN and not qualified.startswith("torch."):
                 self._escape(node, args, state)  # `engine.train(model=net)` may move `net`
@@ -192,6 +194,20 @@ class TorchCalls:
             elsewhere = replace(value, device=UNKNOWN_DEVICE, origin=None, how="")
             self.bind(expr, elsewhere, state)
             self.move_aliases(dotted_name(expr), value, elsewhere, state)
+
+    def _trainer_moves(self, node: cst.Call, args: list[AbstractValue], state: State) -> bool:
+        """`Trainer(model=model, args=...)` of Hugging Face puts a model built on the CPU on
+        the accelerator, in place, when it is built: `model` is there afterwards. True where
+        that is what the call does to its model (its other arguments are forgotten as usual)."""
+        for index, (arg, value) in enumerate(zip(node.args, args)):
+            model = (arg.keyword is not None and arg.keyword.value == "model") or (arg.keyword is None and index == 0)
+            if model and type(arg.value) is cst.Name and value.is_module and value.holds_params and value.device.is_cpu:
+                moved = value.on(accel(None), node, Source.MOVE, "moved to the accelerator by the Trainer")
+                self._escape(node, [a if a is not value else OTHER for a in args], state)
+                self.bind(arg.value, moved, state)
+                self.move_aliases(arg.value.value, value, moved, state)
+                return True
+        return False
 
     def _is_self(self, expr: cst.BaseExpression) -> bool:
         return type(expr) is cst.Name and expr.value == self.self_name

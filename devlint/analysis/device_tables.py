@@ -376,6 +376,14 @@ DATALOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.datalo
 # Packages whose constructors build a model with parameters, on the CPU (unless given
 # a `device_map=`), and whose classes are modules.
 MODEL_FACTORIES = ("torchvision.models.", "timm.create_model", "transformers.AutoModel")
+
+
+def is_hf_trainer(qualified: str) -> bool:
+    """A Hugging Face trainer (`transformers.Trainer`, `Seq2SeqTrainer`, trl's `SFTTrainer`),
+    which moves the model it is given to the accelerator when it is built."""
+    return qualified.startswith(("transformers.", "trl.")) and qualified.endswith("Trainer")
+
+
 MODEL_CLASS_PACKAGES = ("torchvision.models.",)
 
 
