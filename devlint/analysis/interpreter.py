@@ -759,10 +759,9 @@ class ScopeEvaluator(TorchCalls):
                     first = self.model.first_call_value(self.cls, attr, self.scope)
                     if first is not None:
                         return first
-                outside = self.model.set_from_outside(attr)
-                if value.device.known and not self.is_module_method:
-                    outside = outside or self.model.touched_outside(attr)  # `agent.Q.to(device)`
-                if value.device.known and outside:
+                # a plain object's attributes may also be moved or handed on (`agent.Q.to(device)`)
+                outside = self.model.set_from_outside if self.is_module_method else self.model.touched_outside
+                if value.device.known and outside(attr):
                     # `model.device = device` after construction: not what the class set
                     return replace(value, device=UNKNOWN_DEVICE, origin=None, how="", maybe_accel=False)
                 return self._owned_where_self_is(attr, value)
@@ -876,12 +875,14 @@ class ScopeEvaluator(TorchCalls):
         names = self.model.parameter_names(init, True)
         positional = len(params) - 1  # `__init__(self, *models, device=None)`: no keyword-only by position
         passed: dict[str, AbstractValue] = {}
+        arguments: dict[str, cst.BaseExpression] = {}  # the same, as the caller wrote them
         for index, arg in enumerate(call.args):
             if arg.keyword is None and index >= positional:
                 continue
             key = arg.keyword.value if arg.keyword is not None else names[index]
             if key in names:
                 passed[key] = self.result.values.get(id(arg.value), UNKNOWN)
+                arguments[key] = arg.value
         changed = self.model.changed_after_init(cls)
         if changed is None:
             return
@@ -927,7 +928,7 @@ class ScopeEvaluator(TorchCalls):
                                 continue  # (`device`, `self.device`, `next(model.parameters()).device`)
                             given = replace(given, device=left.device, origin=left.origin, source=left.source,
                                             how=left.how, maybe_accel=False)  # fmt: skip
-                            argument = _argument_for(call, names, source.value)
+                            argument = arguments.get(source.value)
                             if type(argument) is cst.Name:
                                 state.set(argument.value, given)  # `Module.to` moved the caller's model in place
                         state.set(f"{name}.{target.attr.value}", given)
@@ -1452,15 +1453,3 @@ def _runs_as_script(test: cst.BaseExpression) -> bool:
     names = [s for s in sides if type(s) is cst.Name and s.value == "__name__"]
     strings = [s for s in sides if type(s) is cst.SimpleString and s.value[1:-1] == "__main__"]
     return len(names) == 1 and len(strings) == 1
-
-
-def _argument_for(call: cst.Call, names: list[str], param: str) -> cst.BaseExpression | None:
-    """The argument of `call` that fills parameter `param` (`names`: the parameters in order)."""
-    for index, arg in enumerate(call.args):
-        if arg.star:
-            return None
-        if (arg.keyword is not None and arg.keyword.value == param) or (
-            arg.keyword is None and index < len(names) and names[index] == param
-        ):
-            return arg.value
-    return None

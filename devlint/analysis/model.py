@@ -106,6 +106,7 @@ class FileModel(RelevanceGate, CallContexts):
         self._outside: frozenset[str] | None = None
         self._setters_outside: dict[str, frozenset[int]] | None = None
         self._cuda_types: frozenset[str] | None = None
+        self._cuda_default: bool | None = None
         self._calls: dict[int, list] | None = None  # see CallContexts.calls_of
         self._contexts: dict[int, object] = {}
         self._contexts_running: set[int] = set()
@@ -827,41 +828,50 @@ class FileModel(RelevanceGate, CallContexts):
 
     def _attribute_setters(self) -> dict[str, frozenset[int]]:
         """attr -> the scopes (innermost function, or the module) whose code sets
-        `<x>.<attr>` or moves it in place (`agent.Q.to(device)`), `x` not `self`, and -1
-        where any code hands `<x>.<attr>` on as a value (`self` too: `return self.Q`); "*"
-        where some code reaches attributes by name (`setattr`, `getattr`, `__dict__`)."""
+        `<x>.<attr>` or moves it in place (`agent.Q.to(device)`), `x` not `self`;
+        `_HANDED` where any code hands `<x>.<attr>` on as a value, `_HANDED_BY_SELF`
+        where a method hands `self.<attr>` on (`return self.Q`); "*" where some code
+        reaches attributes by name (`setattr`, `getattr`, `__dict__`)."""
         if self._setters_outside is None:
-            found: dict[str, set[int]] = {}
-            tree = self.ctx.tree
-            nodes, ends = tree.nodes, tree.ends
-            around: list[tuple[int, int]] = [(len(nodes), id(self.ctx.module))]
-            for position, node in enumerate(nodes):
-                while around[-1][0] <= position:
-                    around.pop()
-                node_type = type(node)
-                attribute = None
-                if node_type in (cst.AssignTarget, cst.AugAssign, cst.AnnAssign):
-                    attribute = node.target
-                for owner, held in _handed_attributes(node, node_type):
-                    # `(agent.Q, agent.P)`, `q = agent.Q`, `ModuleList([agent.Q])`, `return self.Q`:
-                    # held elsewhere too, where it may be moved (`for net in ...: net.to(d)`)
-                    found.setdefault(held, set()).add(_HANDED_BY_SELF if owner == "self" else _HANDED)
-                if node_type is cst.Attribute and node.attr.value == "__dict__":
-                    found.setdefault("*", set()).add(around[-1][1])
-                elif node_type is cst.Call:
-                    func = node.func
-                    if type(func) is cst.Name and func.value == "setattr":
-                        found.setdefault("*", set()).add(around[-1][1])
-                    elif type(func) is cst.Attribute and func.attr.value in T.MOVE_METHODS:
-                        attribute = func.value
-                if type(attribute) is cst.Attribute and not (
-                    type(attribute.value) is cst.Name and attribute.value.value == "self"
-                ):
-                    found.setdefault(attribute.attr.value, set()).add(around[-1][1])
-                if node_type is cst.FunctionDef or node_type is cst.Lambda:
-                    around.append((ends[position], id(node)))
-            self._setters_outside = {attr: frozenset(scopes) for attr, scopes in found.items()}
+            self._scan_attribute_uses()
+        assert self._setters_outside is not None
         return self._setters_outside
+
+    def _scan_attribute_uses(self) -> None:
+        """One pass over the file for `_attribute_setters` and `set_from_outside`."""
+        found: dict[str, set[int]] = {}
+        assigned: set[str] = set()  # `<x>.<attr> = ...`, `x` not `self` ("*": `setattr`)
+        tree = self.ctx.tree
+        nodes, ends = tree.nodes, tree.ends
+        around: list[tuple[int, int]] = [(len(nodes), id(self.ctx.module))]
+        for position, node in enumerate(nodes):
+            while around[-1][0] <= position:
+                around.pop()
+            node_type = type(node)
+            attribute = None
+            if node_type in (cst.AssignTarget, cst.AugAssign, cst.AnnAssign):
+                attribute = node.target
+                if type(attribute) is cst.Attribute and not _on_self(attribute):
+                    assigned.add(attribute.attr.value)
+            for owner, held in _handed_attributes(node, node_type):
+                # `(agent.Q, agent.P)`, `q = agent.Q`, `ModuleList([agent.Q])`, `return self.Q`:
+                # held elsewhere too, where it may be moved (`for net in ...: net.to(d)`)
+                found.setdefault(held, set()).add(_HANDED_BY_SELF if owner == "self" else _HANDED)
+            if node_type is cst.Attribute and node.attr.value == "__dict__":
+                found.setdefault("*", set()).add(around[-1][1])
+            elif node_type is cst.Call:
+                func = node.func
+                if type(func) is cst.Name and func.value == "setattr":
+                    found.setdefault("*", set()).add(around[-1][1])
+                    assigned.add("*")
+                elif type(func) is cst.Attribute and func.attr.value in T.MOVE_METHODS:
+                    attribute = func.value
+            if type(attribute) is cst.Attribute and not _on_self(attribute):
+                found.setdefault(attribute.attr.value, set()).add(around[-1][1])
+            if node_type is cst.FunctionDef or node_type is cst.Lambda:
+                around.append((ends[position], id(node)))
+        self._setters_outside = {attr: frozenset(scopes) for attr, scopes in found.items()}
+        self._outside = frozenset(assigned)
 
     def touched_outside(self, attr: str) -> bool:
         """Does code of the file, on an object other than `self`, move `<x>.<attr>` in
@@ -879,18 +889,8 @@ class FileModel(RelevanceGate, CallContexts):
         """Does code of the file set `<x>.<attr>` on an object other than `self`, or set
         attributes by name (`setattr`)?"""
         if self._outside is None:
-            names: set[str] = set()
-            for node in self.ctx.tree.nodes:
-                node_type = type(node)
-                if node_type in (cst.AssignTarget, cst.AugAssign, cst.AnnAssign):
-                    target = node.target
-                    if type(target) is cst.Attribute and not (
-                        type(target.value) is cst.Name and target.value.value == "self"
-                    ):
-                        names.add(target.attr.value)
-                elif node_type is cst.Call and type(node.func) is cst.Name and node.func.value == "setattr":
-                    names.add("*")
-            self._outside = frozenset(names)
+            self._scan_attribute_uses()
+        assert self._outside is not None
         return attr in self._outside or "*" in self._outside
 
     def _builds_parameters(self, function: cst.FunctionDef) -> bool:
@@ -937,6 +937,11 @@ class FileModel(RelevanceGate, CallContexts):
 
     def may_set_cuda_default(self) -> bool:
         """Does the file set a default tensor type or device other than the CPU's?"""
+        if self._cuda_default is None:
+            self._cuda_default = self._sets_cuda_default()
+        return self._cuda_default
+
+    def _sets_cuda_default(self) -> bool:
         for node in self.ctx.tree.nodes:
             if type(node) is cst.Call and node.args:
                 func = node.func
@@ -1115,6 +1120,10 @@ def _sets_attribute(method: cst.FunctionDef, attr: str) -> bool:
 
 
 # Calls that take a value without keeping it (or keep a copy).
+def _on_self(attribute: cst.Attribute) -> bool:
+    return type(attribute.value) is cst.Name and attribute.value.value == "self"
+
+
 _NOT_HOLDING = frozenset({"deepcopy", "copy", "isinstance", "id", "print", "len", "str", "repr", "type", "hasattr"})
 _HANDED = -1  # in `_attribute_setters`: `<x>.<attr>` handed on as a value somewhere
 _HANDED_BY_SELF = -2  # `self.<attr>` handed on (`return self.Q`)

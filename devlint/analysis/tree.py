@@ -379,6 +379,13 @@ def int_value(node: cst.CSTNode) -> int | None:
     return None
 
 
+def parameter_named(function: cst.FunctionDef | cst.Lambda, name: str) -> cst.Param | None:
+    """The parameter `name` of `function` (positional or keyword; not `*args`), or None."""
+    params = function.params
+    every = (*params.posonly_params, *params.params, *params.kwonly_params)
+    return next((p for p in every if p.name.value == name), None)
+
+
 def bound_names(target: cst.BaseExpression) -> Iterator[str]:
     """Names bound by an assignment target (`a`, `a, (b, *c)`), not attributes."""
     if type(target) is cst.Name:

@@ -20,7 +20,7 @@ import libcst as cst
 from devlint.analysis import device_tables
 from devlint.analysis.lattice import AbstractValue, Device, Kind, Operand
 from devlint.analysis.literals import is_device_attribute
-from devlint.analysis.tree import bound_names, dotted_name, string_value
+from devlint.analysis.tree import bound_names, dotted_name, parameter_named, string_value
 from devlint.fix.plan import InsertLines, NodeEdit
 
 if TYPE_CHECKING:
@@ -195,9 +195,7 @@ class BindingService:
             function = functions[0]
             if name not in ctx.bindings_of(function):
                 return True  # a global or an enclosing function's name
-            params = function.params
-            every = (*params.posonly_params, *params.params, *params.kwonly_params)
-            return any(p.name.value == name for p in every) or ctx.assigned_before(function, name)
+            return parameter_named(function, name) is not None or ctx.assigned_before(function, name)
         top = ctx.top_level_statement()
         for stmt in ctx.module.body:
             if stmt is top:
@@ -239,13 +237,7 @@ class BindingService:
         return DeviceExpr(name, kind=kind)
 
     def _parameter(self, function: cst.FunctionDef | cst.Lambda) -> cst.Param | None:
-        return self._parameter_named(function, self.name)
-
-    @staticmethod
-    def _parameter_named(function: cst.FunctionDef | cst.Lambda, name: str) -> cst.Param | None:
-        params = function.params
-        every = (*params.posonly_params, *params.params, *params.kwonly_params)
-        return next((p for p in every if p.name.value == name), None)
+        return parameter_named(function, self.name)
 
     def _local_kind(self, function: cst.FunctionDef | cst.Lambda, parameter: cst.Param | None) -> str:
         if parameter is not None:
@@ -273,7 +265,7 @@ class BindingService:
                 if type(function) is cst.Lambda:
                     return False
                 scope = function.body
-                if self._parameter_named(function, name) is not None:
+                if parameter_named(function, name) is not None:
                     return False
                 break
         kinds = [

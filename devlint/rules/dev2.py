@@ -7,7 +7,7 @@ import libcst as cst
 from devlint.analysis import device_tables
 from devlint.analysis.devices import DeviceAnalysis
 from devlint.analysis.lattice import Conflict, Operand, Source
-from devlint.analysis.tree import Tree, bound_names, dotted_name
+from devlint.analysis.tree import Tree, bound_names, dotted_name, parameter_named
 from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore, Replace, ReplaceUpTo
 from devlint.rules.base import Rule
 
@@ -263,11 +263,7 @@ class NumpyOnDevice(Rule):
         """A parameter of the function around: other callers (other modules too) may hand
         it a NumPy array, which has no `.cpu()`."""
         functions = self.ctx.functions()
-        if type(expr) is not cst.Name or not functions:
-            return False
-        params = functions[0].params
-        every = (*params.posonly_params, *params.params, *params.kwonly_params)
-        return any(p.name.value == expr.value for p in every)
+        return type(expr) is cst.Name and bool(functions) and parameter_named(functions[0], expr.value) is not None
 
     def _implicit(self, node: cst.Call) -> None:
         """`np.mean(losses)`, `np.array([loss, acc])`, `plt.plot(t)`: NumPy converts
