@@ -300,6 +300,9 @@ class TorchCalls:
                 return AbstractValue(Kind.BATCH, CPU, False, node, Source.LOADER, "a DataLoader batch")
             if name == "iter" and args and args[0].kind is Kind.DATALOADER:
                 return args[0]
+            if name in ("list", "tuple") and len(args) == 1 and not node.args[0].keyword and not node.args[0].star:
+                if args[0].items is not None and args[0].items is not NO_ITEMS and name not in state.env:
+                    return replace(args[0], items=args[0].items)  # `list(x.to(d) for x in xs)`: the same items
             if name in T.BUILTINS_OTHER and callee.kind is Kind.OTHER:
                 return OTHER
         if name is not None and name in self.params and callee.kind is Kind.UNKNOWN:

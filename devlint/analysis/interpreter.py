@@ -572,6 +572,15 @@ class ScopeEvaluator(TorchCalls):
             given = self.lookup(name, orelse)
             if made is not None and made.tensor_like and (given == UNKNOWN or given.source is Source.PARAMETER):
                 joined.set(name, made)
+            elif (
+                made is not None
+                and made.is_module
+                and given == UNKNOWN
+                and name in self.opaque
+                and type(self.scope) is cst.FunctionDef
+                and self.model.lazy_global(name, self.scope)
+            ):
+                joined.set(name, made)  # `global model; if model is None: model = Net()`: what the first call built
         return joined
 
     def _accelerated_branch(self, test: cst.BaseExpression) -> str | None:
@@ -1207,7 +1216,10 @@ class ScopeEvaluator(TorchCalls):
             item = self.eval(node.value, inner)
         else:
             item = self.eval(node.elt, inner)
-        return HOLDS_ACCEL if item.may_be_accel_tensor or item.holds_accel else OTHER  # `[loss(p, y) for p in preds]`
+        held = HOLDS_ACCEL if item.may_be_accel_tensor or item.holds_accel else OTHER  # `[loss(p, y) for p in preds]`
+        if type(node) in (cst.ListComp, cst.GeneratorExp) and item.tensor_like and item.device.known:
+            return replace(held, items=replace(item, elements=None))  # `[x.to(device) for x in xs]`: each item
+        return held
 
     eval_ListComp = eval_SetComp = eval_GeneratorExp = eval_DictComp = _comprehension
 

@@ -13,6 +13,7 @@ import libcst as cst
 
 from devlint.analysis import device_tables as T
 from devlint.analysis.lattice import (
+    NO_ITEMS,
     NONE,
     OTHER,
     UNKNOWN,
@@ -114,6 +115,7 @@ class FileModel(RelevanceGate, CallContexts):
         self._init_values: dict[int, dict[str, AbstractValue]] = {}  # what a class's `__init__` leaves
         self._setters: dict[tuple[int, str], frozenset[int]] = {}  # see `first_call_value`
         self._moved_globals: frozenset[str] | None = None  # see `moved_in_functions`
+        self._globals_declared: dict[str, list[cst.FunctionDef]] | None = None  # see `lazy_global`
         self._formatted: frozenset[str] | None = None  # see `formatted_on_device`
         # see `rerun_for_call`: by call and the caller's values (kept, so that their id stays theirs)
         self._reruns: dict[tuple[int, int], tuple[dict, CallRerun | None]] = {}
@@ -469,6 +471,34 @@ class FileModel(RelevanceGate, CallContexts):
             )
         return self._formatted
 
+    def lazy_global(self, name: str, function: cst.FunctionDef) -> bool:
+        """Is `name` a module-level `name = None` that only `function` (declaring it
+        `global`) rebinds: a value built on first call and kept (`if model is None:
+        model = load()`), so that later calls see what the first one built?"""
+        if self._globals_declared is None:
+            declared: dict[str, list[cst.FunctionDef]] = {}
+            for scope, _ in self.ctx.tree.functions(self.ctx.module):
+                if type(scope) is not cst.FunctionDef:
+                    continue
+                for node in self.ctx.tree.walk(scope.body):
+                    if type(node) is cst.Global:
+                        for item in node.names:
+                            declared.setdefault(item.name.value, []).append(scope)
+            self._globals_declared = declared
+        if self._globals_declared.get(name) != [function]:
+            return False
+        values = []
+        for stmt in self.ctx.module.body:
+            if type(stmt) is cst.SimpleStatementLine:
+                for small in stmt.body:
+                    if type(small) is cst.Assign and any(dotted_name(t.target) == name for t in small.targets):
+                        values.append(small.value)
+            elif type(stmt) not in (cst.FunctionDef, cst.ClassDef):
+                for node in self.ctx.tree.walk(stmt):
+                    if type(node) is cst.Name and node.value == name:
+                        return False  # bound, or used, under `if`, `try` or a loop: keep away
+        return bool(values) and all(type(v) is cst.Name and v.value == "None" for v in values)
+
     def moved_in_functions(self) -> frozenset[str]:
         """Module-level names a function of the file moves in place (`def offload():
         model.cpu()`): a call of that function changes where they are."""
@@ -523,6 +553,8 @@ class FileModel(RelevanceGate, CallContexts):
         if value.elements is not None:
             items = tuple(self.at_call(function, item, arguments, bound) for item in value.elements)
             value = replace(value, elements=items)
+        if value.items is not None and value.items is not NO_ITEMS:
+            value = replace(value, items=self.at_call(function, value.items, arguments, bound))
         device = value.device
         if device.is_accel and device.symbol:
             head = device.head

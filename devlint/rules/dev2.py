@@ -565,6 +565,7 @@ class UnregisteredSubmodules(Rule):
     code = "DEV205"
     name = "unregistered-submodules"
     fixable = True
+    _calls_by_name: dict[str, list[cst.Call]] | None = None  # see `_constructions`
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) != 1:
@@ -588,6 +589,8 @@ class UnregisteredSubmodules(Rule):
         held = self._held(value)
         if held is None and _is_empty_container(value):
             held = self._appended(method, self_name, attr)
+        if held is None and type(value) is cst.Name:
+            held = self._given(cls, method, value.value)
         if held is None or not _plain_uses_only(self.ctx.tree, cls, self_name, attr, node):
             return
         container = {"module": "ModuleList", "parameter": "ParameterList"}[held]
@@ -650,9 +653,12 @@ class UnregisteredSubmodules(Rule):
         kinds = {self._item_kind(item) for item in items}
         return kinds.pop() if len(kinds) == 1 and None not in kinds else None
 
-    def _item_kind(self, item: cst.BaseExpression) -> str | None:
+    def _item_kind(self, item: cst.BaseExpression, depth: int = 0) -> str | None:
         if type(item) is not cst.Call:
             return None
+        passed = self._passed_through(item) if depth < 3 else None
+        if passed is not None:  # `init_(nn.Linear(h, 1))`, a helper that returns what it is given
+            return self._item_kind(passed, depth + 1)
         qualified = self.ctx.qualify(item.func) or ""
         if qualified in device_tables.PARAMETER_CLASSES:
             return "parameter"
@@ -672,6 +678,82 @@ class UnregisteredSubmodules(Rule):
         if value.is_module and (value.holds_params or value.layer):
             return "module"
         return None
+
+    def _given(self, cls: cst.ClassDef, method: cst.FunctionDef, name: str) -> str | None:
+        """What parameter `name` of `__init__` holds when every construction of the class in
+        the file passes a list or tuple of one kind there: `Ensemble([NetA(), NetB()])`."""
+        params = [p.name.value for p in (*method.params.posonly_params, *method.params.params)][1:]
+        keyword_only = [p.name.value for p in method.params.kwonly_params]
+        if name not in params and name not in keyword_only:
+            return None
+        kinds = set()
+        for call in self._constructions().get(cls.name.value, ()):
+            passed = None
+            for position, arg in enumerate(call.args):
+                if arg.star:
+                    return None
+                if (arg.keyword is not None and arg.keyword.value == name) or (
+                    arg.keyword is None and name in params and position == params.index(name)
+                ):
+                    passed = arg.value
+            if type(passed) not in (cst.List, cst.Tuple, cst.ListComp):
+                return None  # a dict would need a `ModuleDict`; a name, who knows
+            kinds.add(self._held(passed))
+        return kinds.pop() if len(kinds) == 1 and None not in kinds else None
+
+    def _constructions(self) -> dict[str, list[cst.Call]]:
+        """The calls of each name in the file (by the called name), found once per file."""
+        if self._calls_by_name is None:
+            self._calls_by_name = {}
+            for node in self.ctx.tree.walk(self.ctx.module):
+                if type(node) is cst.Call and type(node.func) is cst.Name:
+                    self._calls_by_name.setdefault(node.func.value, []).append(node)
+        return self._calls_by_name
+
+    def _passed_through(self, call: cst.Call) -> cst.BaseExpression | None:
+        """The argument of `call` that the called function returns as it is: weight
+        initialisers such as `def init(module, ...): ...; return module`, or a lambda of
+        the method around the call, `init_ = lambda m: init(m, ...)`."""
+        if type(call.func) is not cst.Name:
+            return None
+        name = call.func.value
+        analysis = DeviceAnalysis.of(self.ctx)
+        function = analysis.model.callee(name)
+        lam = None if function is not None else self._local_lambda(name)
+        if function is not None:
+            returned = _returned_parameter(self.ctx.tree, function)
+            params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+        elif lam is not None:
+            params = [p.name.value for p in lam.params.params]
+            returned = _returned_name(lam.body, params) if type(lam.body) is cst.Name else None
+            if returned is None and type(lam.body) is cst.Call:
+                inner = self._passed_through(lam.body) if lam.body.func is not call.func else None
+                returned = inner.value if type(inner) is cst.Name and inner.value in params else None
+        else:
+            return None
+        if returned is None or returned not in params:
+            return None
+        index = params.index(returned)
+        for position, arg in enumerate(call.args):
+            if arg.star:
+                return None
+            if arg.keyword is not None:
+                if arg.keyword.value == returned:
+                    return arg.value
+            elif position == index:
+                return arg.value
+        return None
+
+    def _local_lambda(self, name: str) -> cst.Lambda | None:
+        """The lambda bound to `name` once in the function being walked."""
+        functions = self.ctx.functions()
+        if not functions:
+            return None
+        found = []
+        for node in self.ctx.tree.walk(functions[0].body):
+            if type(node) is cst.Assign and any(list(bound_names(t.target)) == [name] for t in node.targets):
+                found.append(node.value)
+        return found[0] if len(found) == 1 and type(found[0]) is cst.Lambda else None
 
     def _appended(self, method: cst.FunctionDef, self_name: str, attr: str) -> str | None:
         """What `self.<attr>.append(...)` calls (or `self.<attr>[key] = ...` assignments)
@@ -695,6 +777,28 @@ class UnregisteredSubmodules(Rule):
                 return local
         torch, _ = self.binding.torch()
         return f"{torch}.nn"
+
+
+def _returned_name(value: cst.BaseExpression | None, params: list[str]) -> str | None:
+    return value.value if type(value) is cst.Name and value.value in params else None
+
+
+def _returned_parameter(tree: Tree, function: cst.FunctionDef) -> str | None:
+    """The parameter every `return` of `function` gives back unchanged, if one does."""
+    params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    returned = set()
+    for node in tree.walk(function.body):
+        if type(node) in (cst.FunctionDef, cst.ClassDef) and node is not function:
+            return None  # the walk would mix a nested definition's returns in
+        if type(node) is cst.Return:
+            returned.add(_returned_name(node.value, params))
+        elif type(node) in (cst.Assign, cst.AugAssign, cst.AnnAssign):
+            targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
+            if any(type(t) is cst.Name and t.value in params for t in targets):
+                return None  # the parameter is rebound
+    if len(returned) != 1 or None in returned:
+        return None
+    return returned.pop()
 
 
 def _is_empty_container(value: cst.BaseExpression) -> bool:
