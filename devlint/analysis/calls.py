@@ -15,6 +15,7 @@ import libcst as cst
 from devlint.analysis import device_tables as T
 from devlint.analysis.lattice import (
     CPU,
+    DISTRIBUTION,
     NO_ITEMS,
     OTHER,
     UNKNOWN,
@@ -336,7 +337,7 @@ class TorchCalls:
         values = {name: value for name, (_, value) in arguments.items()}
         for name in summary.moved_params:  # `prepare(model)` moves it in place
             if name in arguments:
-                self._moved_elsewhere(*arguments[name], state)
+                self._moved_by(function, node, summary.moved_to.get(name), arguments[name], values, bound, state)
         for name, operand in summary.param_calls.items():
             expr, value = arguments.get(name, (None, UNKNOWN))
             if expr is not None and value.is_module and value.holds_params and value.device.is_cpu:
@@ -351,12 +352,19 @@ class TorchCalls:
         if summary.yields is not None:
             self.generated[id(node)] = self.model.at_call(function, summary.yields, values, bound)
             return OTHER  # a generator
-        if bound and receiver is not None and self._is_self(receiver) and not self.phase1:
-            # `self.get_mask()` in a method of a moved model: its mask is where the model is
-            own = self.params.get(self.self_name)
+        if bound and receiver is not None and not self.phase1:
+            # `self.get_mask()` in a method of a moved model, or `vae.inference(n=10)` on a
+            # moved model of the file: its mask, its samples, are where the model is
+            if self._is_self(receiver):
+                own = self.params.get(self.self_name)
+                attributes = self._self_attributes(state)
+            else:
+                own, attributes = self.result.values.get(id(receiver)), {}
             unknown = summary.returns is None or not summary.returns.device.known
+            if not unknown:  # `return self.decoder(z, c)`: known only where `c` is given
+                unknown = not self.model.at_call(function, summary.returns, values, bound).device.known
             if unknown and own is not None and own.is_module and own.device.known:
-                returned = self.model.returns_with_self(function, own, values, self._self_attributes(state))
+                returned = self.model.returns_with_self(function, own, values, attributes)
                 if returned is not None:
                     return self.model.at_call(function, returned, values, bound)
         if summary.returns is None:
@@ -366,6 +374,22 @@ class TorchCalls:
         if through is not None:
             returned = self._passed_on(returned, through, values)
         return returned
+
+    def _moved_by(self, function: cst.FunctionDef, node: cst.Call, moved: AbstractValue | None,
+                  argument: tuple[cst.BaseExpression, AbstractValue], values: dict[str, AbstractValue], bound: bool,
+                  state: State) -> None:  # fmt: skip
+        """A model handed to a function of the file that moves it in place (`def fit(net):
+        net.to(device)`): where every path leaves it, as the caller names that device, or
+        somewhere unknown."""
+        expr, value = argument
+        where = self.model.at_call(function, moved, values, bound).device if moved is not None else UNKNOWN_DEVICE
+        if not value.is_module or dotted_name(expr) is None or not where.known:
+            self._moved_elsewhere(expr, value, state)
+            return
+        how = f"moved by `{code_of_name(node.func, self.model.ctx.module)}()`"
+        placed = value.on(where, node, Source.MOVE, how)
+        self.bind(expr, placed, state)
+        self.move_aliases(dotted_name(expr), value, placed, state)
 
     def _passed_on(self, returned: AbstractValue, through: tuple, values: dict[str, AbstractValue]) -> AbstractValue:
         """What a function that returns items of its parameters (`return loss, out["feat"]`)
@@ -650,11 +674,28 @@ class TorchCalls:
             return AbstractValue(
                 Kind.MODULE, device, None, node, Source.CONSTRUCTION, f"{short}(...)", holds_params=True
             )
+        if qualified.startswith("torch.distributions.") and last[:1].isupper():
+            return self._distribution(node, args)
         if qualified in T.NON_TENSOR_FUNCTIONS or qualified.startswith(T.NOT_OP_NAMESPACES):
             return OTHER if qualified in T.NON_TENSOR_FUNCTIONS else UNKNOWN
         if qualified.startswith(T.OP_NAMESPACES) and last[:1].islower():
             return self._torch_op(qualified, node, args)
         return UNKNOWN
+
+    def _distribution(self, node: cst.Call, args: list[AbstractValue]) -> AbstractValue:
+        """`Categorical(logits=out)`, `Normal(mu, std)`: a distribution, where its tensor
+        parameters are (a number as a parameter goes with the others)."""
+        tensors = [Operand(a.value, v) for a, v in zip(node.args, args) if v.tensor_like or v.maybe_accel]
+        if not tensors:
+            return AbstractValue(Kind.OTHER, transform=DISTRIBUTION)
+        on = self._result_on(tensors, None)
+        return replace(on, kind=Kind.OTHER, zero_dim=None, transform=DISTRIBUTION)
+
+    def _sampled(self, node: cst.Call, name: str, distribution: AbstractValue) -> AbstractValue:
+        """`dist.sample()`, `dist.log_prob(a)`: a tensor where the distribution is."""
+        if name not in T.DISTRIBUTION_METHODS:
+            return UNKNOWN
+        return replace(distribution, kind=Kind.TENSOR, transform="", zero_dim=None)
 
     def _wrapper(self, qualified: str, node: cst.Call, args: list[AbstractValue]) -> AbstractValue:
         """`DataParallel(model)` (or an instance of the file's subclass of it) holds
@@ -875,6 +916,8 @@ class TorchCalls:
                      args: list[AbstractValue], state: State) -> AbstractValue:  # fmt: skip
         if receiver == _PICTURE_ARRAY and name in ("copy", "astype"):
             return receiver
+        if receiver.transform == DISTRIBUTION:
+            return self._sampled(node, name, receiver)
         if name in T.TRACING_METHODS:
             return self._traced(node, args)
         receiver = self._module_if_evident(receiver, receiver_expr)
@@ -972,7 +1015,7 @@ class TorchCalls:
             owner = _module_itself(receiver_expr)
             if dotted_name(owner) is not None:  # Module.to / .cuda / .cpu move in place
                 self.bind(owner, moved, state)
-                self.moved_in_place(owner)
+                self.moved_in_place(owner, moved)
                 self.move_aliases(dotted_name(owner), receiver, moved, state)
         if not target.known:
             moved = replace(moved, origin=None, source=Source.NONE, how="")

@@ -447,6 +447,16 @@ NOT_TENSOR_MODULES = (
     "torch.jit.", "torch.onnx.", "torch.autograd.", "torch.distributed.", "torch.accelerator.",
 )  # fmt: skip
 
+# Methods and properties of a `torch.distributions` object that give tensors where its
+# parameters are (`Categorical(logits=out).sample()`).
+DISTRIBUTION_METHODS = frozenset(
+    {"sample", "rsample", "sample_n", "log_prob", "entropy", "cdf", "icdf", "enumerate_support", "perplexity"}
+)
+DISTRIBUTION_ATTRS = frozenset(
+    {"mean", "mode", "stddev", "variance", "probs", "logits", "loc", "scale", "concentration", "rate",
+     "covariance_matrix", "scale_tril", "precision_matrix", "low", "high", "df", "total_count"}
+)  # fmt: skip
+
 # Operations that join a sequence of tensors into one.
 JOINING_OPS = frozenset({"cat", "concat", "concatenate", "stack"})
 

@@ -18,6 +18,7 @@ import libcst as cst
 from devlint.analysis import device_tables as T
 from devlint.analysis.lattice import (
     CPU,
+    DISTRIBUTION,
     EMPTY_LIST,
     NONE,
     OTHER,
@@ -69,6 +70,8 @@ class ScopeResult:
     reads: set[str] = field(default_factory=set)  # module-level names and `self.<attr>`s read
     exits: dict[str, AbstractValue] = field(default_factory=dict)  # `self.<attr>`s as the method leaves them
     moved_params: set[str] = field(default_factory=set)  # parameters moved in place (`m.to(device)`)
+    # the parameters moved in place on every path, by the last move (None: on some paths only)
+    moved_to: dict[str, AbstractValue | None] = field(default_factory=dict)
     interpreted: bool = True  # False: a scope the analysis left alone (every value unknown)
 
 
@@ -459,7 +462,7 @@ class ScopeEvaluator(TorchCalls):
                     # to be where it was
                     old = self.result.values.get(id(receiver), UNKNOWN)
                     self.bind(receiver, replace(value, kind=Kind.UNKNOWN), state)
-                    self.moved_in_place(receiver)
+                    self.moved_in_place(receiver, value)
                     self.move_aliases(key, old, replace(value, kind=Kind.UNKNOWN), state)
         elif type(node) is cst.Assign:
             value = self.eval(node.value, state)
@@ -952,10 +955,13 @@ class ScopeEvaluator(TorchCalls):
             if held is not None and held.origin is old.origin and held.kind is old.kind and held.device == old.device:
                 state.set(alias, new)
 
-    def moved_in_place(self, target: cst.BaseExpression) -> None:
-        """`target` was moved by `Module.to` in place: a parameter's caller sees it moved."""
+    def moved_in_place(self, target: cst.BaseExpression, moved: AbstractValue | None = None) -> None:
+        """`target` was moved by `Module.to` in place (to where `moved` is): a parameter's
+        caller sees it moved, to there when every path through the function moves it."""
         if type(target) is cst.Name and target.value in self.params and target.value != self.self_name:
             self.result.moved_params.add(target.value)
+            everywhere = not self._branches and not self._loops and self.result.returns is None
+            self.result.moved_to[target.value] = moved if everywhere and moved is not None else None
 
     def _exit(self, state: State | None) -> None:
         """A path leaves the method: what it leaves in `self.<attr>`s, joined with the
@@ -1123,6 +1129,8 @@ class ScopeEvaluator(TorchCalls):
                                  receiver.how, is_parameter=True)  # fmt: skip
         if receiver.kind is Kind.DEVICE and attr in ("type", "index"):
             return OTHER
+        if receiver.transform == DISTRIBUTION:  # `dist.mean`, `dist.probs`: where its parameters are
+            return replace(receiver, kind=Kind.TENSOR, transform="") if attr in T.DISTRIBUTION_ATTRS else UNKNOWN
         if receiver.instance_of and receiver.kind is Kind.OTHER and key is not None:
             # `config.device` of a `Config()` of the file, whose methods set it to a device
             cls = self.model.classes.get(receiver.instance_of)

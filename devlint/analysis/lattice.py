@@ -138,7 +138,9 @@ class AbstractValue:
     item: bool = False  # an item unpacked from an output of unknown shape (not unpacked again)
     # a list built empty here: the join of what was appended to it (NO_ITEMS: nothing yet)
     items: AbstractValue | None = None
-    # a torchvision transform: "cpu" (it makes a tensor, `ToTensor()`), "keep" (the input's device)
+    # a torchvision transform: "cpu" (it makes a tensor, `ToTensor()`), "keep" (the input's
+    # device); DISTRIBUTION for a `torch.distributions` object, whose samples are where its
+    # parameters are
     transform: str = ""
 
     @property
@@ -256,6 +258,8 @@ def join_items(a: AbstractValue | None, b: AbstractValue | None) -> AbstractValu
         return a
     return a.join(b)
 
+
+DISTRIBUTION = "distribution"
 
 UNKNOWN = AbstractValue()
 OTHER = AbstractValue(Kind.OTHER)
