@@ -645,6 +645,7 @@ class TorchCalls:
             # does a Hugging Face dataset formatted there (`ds.set_format("torch", device="cuda")`)
             dataset = args[0] if args and node.args[0].keyword is None else UNKNOWN
             placed = self._collate_moves(node) or self._formatted_on_device(node) or dataset.holds_accel
+            placed = placed or (dataset.instance_of != "" and self.model.places_items(dataset.instance_of))
             device = UNKNOWN_DEVICE if placed else CPU
             return AbstractValue(Kind.DATALOADER, device, None, node, Source.CONSTRUCTION, "DataLoader(...)")
         last = qualified.rsplit(".", 1)[-1]

@@ -1029,6 +1029,34 @@ class FileModel(RelevanceGate, CallContexts):
                     return True
         return any(self.places_itself(b, _seen | {id(node)}) for b in self.local_bases(node))
 
+    def places_items(self, name: str, _seen: frozenset = frozenset()) -> bool:
+        """Does the file's class `name` (a dataset) move tensors or build them on a chosen
+        device anywhere in its methods (`torch.tensor(x, device=self.device)`,
+        `self.data = data.cuda()`)? Then its items are not known to be on the CPU."""
+        node = self.classes.get(name)
+        if node is None or id(node) in _seen:
+            return False
+        for method in self._methods(node):
+            for child in self.ctx.tree.walk(method.body):
+                if type(child) is not cst.Call:
+                    continue
+                func = child.func
+                if type(func) is cst.Attribute and func.attr.value in T.MOVE_METHODS and func.attr.value != "cpu":
+                    if func.attr.value != "to" or self._moves_somewhere(child):
+                        return True
+                device = keyword_arg(child, "device")
+                if device is not None and string_value(device.value) != "cpu":
+                    return True
+        return any(self.places_items(b.name.value, _seen | {id(node)}) for b in self.local_bases(node))
+
+    def _moves_somewhere(self, call: cst.Call) -> bool:
+        """Is `x.to(...)` a move to a device other than the CPU (not `.to(torch.float32)`)?"""
+        target = keyword_arg(call, "device") or next(iter(positional_args(call)), None)
+        if target is None or string_value(target.value) == "cpu":
+            return False
+        qualified = self.qualify(target.value, frozenset()) or ""
+        return not (qualified.startswith("torch.") and qualified[6:7].islower() and qualified != "torch.device")
+
     def evident_module_attributes(self, node: cst.ClassDef) -> frozenset[str]:
         """The `self.<attr>`s some method of the class (or a local base) uses as only a
         module is used (`self.model.eval()`)."""

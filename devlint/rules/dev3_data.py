@@ -177,11 +177,19 @@ class LoaderUnderAcceleratorDefault(Rule):
         else:
             return
         found = self._default_device_setting(node)
+        caller = None
         if found is None:
-            return
+            by_caller = self._caller_setting()
+            if by_caller is None:
+                return
+            setting, caller, caller_function = by_caller
+            found = setting, None
         setting, helper = found
         shown = " ".join(self.ctx.module.code_for_node(setting).split())
-        if helper is not None:
+        if caller is not None:
+            called, line = self.ctx.top_level_statement().name.value, DeviceAnalysis.of(self.ctx).line_of(caller)
+            shown = f"{shown}` in `{caller_function.name.value}()`, which calls `{called}()` at line {line},"
+        elif helper is not None:
             shown = f"{self.ctx.module.code_for_node(helper.func)}()` (which calls `{shown}`)"
         else:
             shown = f"{shown}`"
@@ -189,7 +197,7 @@ class LoaderUnderAcceleratorDefault(Rule):
             f"{made} after `{shown} draws its permutation on the accelerator with a CPU generator and fails "
             "(`Expected a 'cuda' device type for generator`): pass `generator=torch.Generator(device=...)`"
         )
-        self.report(node, message, self._fix(node, setting, helper))
+        self.report(node, message, self._fix(node, setting, helper or caller))
 
     def _shuffles(self, node: cst.Call) -> bool:
         if self._may_pass_a_generator(node) or _argument(node, "generator", _LOADER_GENERATOR_POSITION) is not None:
@@ -218,7 +226,34 @@ class LoaderUnderAcceleratorDefault(Rule):
             for node in self.ctx.tree.walk_scope(scope)
             if type(node) is cst.Assign and any(dotted_name(t.target) == value.value for t in node.targets)
         ]
+        if type(scope) is cst.FunctionDef and scope.params.star_kwarg is not None:
+            if scope.params.star_kwarg.name.value == value.value:
+                # `**kwargs` of the function: what its callers pass may hold a generator
+                if self._extra_keywords_passed(scope, value.value):
+                    return False
+                return all(_options_without_sampling(v) for v in assigned)
         return bool(assigned) and all(_options_without_sampling(v) for v in assigned)
+
+    def _extra_keywords_passed(self, function: cst.FunctionDef, name: str) -> bool:
+        """Is `name` the `**` parameter of `function`, and may a call fill it: a call from
+        outside the file (a function not called here, a method), or one in the file that
+        passes a keyword the other parameters do not take, or `**options`?"""
+        star = function.params.star_kwarg
+        if star is None or star.name.value != name:
+            return False
+        model = DeviceAnalysis.of(self.ctx).model
+        if model.callee(function.name.value) is not function:
+            return True
+        params = function.params
+        named = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+        calls = [
+            n
+            for n in self.ctx.tree.nodes
+            if type(n) is cst.Call and type(n.func) is cst.Name and n.func.value == function.name.value
+        ]
+        return not calls or any(
+            a.star == "**" or (a.keyword is not None and a.keyword.value not in named) for c in calls for a in c.args
+        )
 
     def _default_device_setting(self, node: cst.Call) -> tuple[cst.Call, cst.Call | None] | None:
         """The last call before `node` (in its function, else at module level) that sets
@@ -266,6 +301,41 @@ class LoaderUnderAcceleratorDefault(Rule):
             if found is not None:
                 return found
         return None
+
+    def _caller_setting(self) -> tuple[cst.Call, cst.Call, cst.FunctionDef] | None:
+        """For a loader built in a module-level function (`setup_data_loaders()`): an
+        accelerator default that a module-level function calling it sets before the call
+        (`main()` sets `torch.set_default_tensor_type(...)`, then calls the helper), with
+        that call."""
+        function = self.ctx.top_level_statement()
+        if (
+            type(function) is not cst.FunctionDef
+            or not self.ctx.functions()
+            or self.ctx.functions()[-1] is not function
+        ):
+            return None
+        name = function.name.value
+        model = DeviceAnalysis.of(self.ctx).model
+        for caller in model.functions.values():
+            if caller is None or caller is function:
+                continue
+            found = None
+            for candidate in self.ctx.tree.walk_scope(caller):
+                if type(candidate) is not cst.Call:
+                    continue
+                if type(candidate.func) is cst.Name and candidate.func.value == name:
+                    if found is not None and not self._apart(found, candidate, self._ifs_of(caller)):
+                        return found, candidate, caller
+                    continue
+                if self._sets_cpu_default(candidate):
+                    if found is not None and self._always_after(found, candidate, caller):
+                        found = None
+                elif self._sets_accelerator_default(candidate):
+                    found = candidate
+        return None
+
+    def _ifs_of(self, function: cst.FunctionDef) -> list[cst.If]:
+        return [s for s in self.ctx.tree.walk_scope(function) if type(s) is cst.If]
 
     def _own_method(self, func: cst.Attribute) -> cst.FunctionDef | None:
         """The method of a class of the file that `receiver.name(...)` calls, where the
@@ -797,8 +867,21 @@ class AcceleratorTensorInDataset(Rule):
                 continue
             visible = module_names - self.ctx.bindings_of(function)
             for node in self.ctx.tree.walk_scope(function):
-                if type(node) is cst.Assign and any(dotted_name(t.target) == f"self.{attribute}" for t in node.targets):
-                    values.append((node.value, visible, function))
+                if type(node) is not cst.Assign:
+                    continue
+                for target in node.targets:
+                    if dotted_name(target.target) == f"self.{attribute}":
+                        values.append((node.value, visible, function))
+                    elif type(target.target) is cst.Tuple and any(
+                        dotted_name(e.value) == f"self.{attribute}" for e in target.target.elements
+                    ):
+                        # `self.dtype, self.device = dtype, device`: the matching item, or unknown
+                        items = node.value.elements if type(node.value) is cst.Tuple else ()
+                        if len(items) != len(target.target.elements):
+                            return False
+                        for element, item in zip(target.target.elements, items):
+                            if dotted_name(element.value) == f"self.{attribute}":
+                                values.append((item.value, visible, function))
         return bool(values) and all(
             self._names_accelerator_value(v, names) or self._constructed_with_accelerator(cls, function, v)
             for v, names, function in values
@@ -816,14 +899,23 @@ class AcceleratorTensorInDataset(Rule):
         if value.value not in params and value.value not in {p.name.value for p in function.params.kwonly_params}:
             return False
         module_names = self._module_accelerator_names()
+        signature = (*function.params.posonly_params, *function.params.params, *function.params.kwonly_params)
+        defaults = {p.name.value: p.default for p in signature if p.default is not None}
         found = False
-        for node in self.ctx.tree.walk_scope(self.ctx.module):
-            if type(node) is not cst.Call or type(node.func) is not cst.Name or node.func.value != cls.name.value:
-                continue
-            passed = _argument(node, value.value, params.index(value.value) if value.value in params else None)
-            if passed is None or not self._names_accelerator_value(passed.value, module_names):
-                return False
-            found = True
+        scopes = [self.ctx.module, *(n for n in self.ctx.tree.nodes if type(n) is cst.FunctionDef)]
+        for scope in scopes:  # the constructions, in the module body and in functions (`main()`)
+            visible = module_names if scope is self.ctx.module else module_names - self.ctx.bindings_of(scope)
+            for node in self.ctx.tree.walk_scope(scope):
+                if type(node) is not cst.Call or type(node.func) is not cst.Name or node.func.value != cls.name.value:
+                    continue
+                passed = _argument(node, value.value, params.index(value.value) if value.value in params else None)
+                if passed is None and _has_star(node):
+                    return False
+                given = passed.value if passed is not None else defaults.get(value.value)
+                names = visible if passed is not None else module_names  # a default is read in the module
+                if given is None or not self._names_accelerator_value(given, names):
+                    return False  # (`device=DEFAULT_DEVICE` in the signature counts where it is left out)
+                found = True
         return found
 
     def _module_accelerator_names(self) -> frozenset[str]:
