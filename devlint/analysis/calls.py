@@ -14,6 +14,7 @@ import libcst as cst
 
 from devlint.analysis import device_tables as T
 from devlint.analysis.lattice import (
+    ALBUMENTATIONS,
     CPU,
     DISTRIBUTION,
     NO_ITEMS,
@@ -91,6 +92,13 @@ class TorchCalls:
                 if self.is_module_method and self._is_self(func.value) and not callee.device.known:
                     callee = self._own_layer_call(node, callee, args, state)
                 return self._module_call(node, callee, args)
+            if func.attr.value == "forward" and receiver.is_module and not self._is_self(func.value):
+                # `model.forward(x)`: a call of the module, as `model(x)` (its parameters
+                # learn the arguments all the same)
+                forward = self._method_of_instance(receiver, "forward")
+                if forward is not None:
+                    self.result.calls.append(CallRecord(forward, node, state.mark(), True, func.value))
+                return self._module_call(node, receiver, args)
             if self._is_self(func.value) and self.cls:
                 method = self.model.method(self.cls, func.attr.value)
             else:  # `enc.init_hidden(n)` on an instance of a class of the file
@@ -611,13 +619,15 @@ class TorchCalls:
                 return AbstractValue(Kind.TENSOR, device, base.zero_dim, node, Source.FACTORY, f"{short}(device=...)")
             return AbstractValue(Kind.TENSOR, base.device, base.zero_dim, base.origin, base.source, base.how)
         if qualified in T.LEGACY_CPU_TYPES:
-            return AbstractValue(Kind.TENSOR, state.default, None, node, Source.FACTORY, f"{short}(...)")
+            return AbstractValue(Kind.TENSOR, state.default, _legacy_rank(node), node, Source.FACTORY, f"{short}(...)")
         if qualified in T.LEGACY_CUDA_TYPES:
             return AbstractValue(Kind.TENSOR, accel('"cuda"'), None, node, Source.FACTORY, f"{short}(...)")
         if qualified in T.CPU_SOURCES:
             return AbstractValue(Kind.TENSOR, CPU, None, node, Source.NUMPY, f"{short}(...)")
         if qualified.startswith("torchvision.transforms.") and qualified.rsplit(".", 1)[-1][:1].isupper():
             return self._transform(qualified, node)
+        if qualified in T.ALBUMENTATIONS_COMPOSE:
+            return self._albumentations(node)
         if qualified.startswith("torchaudio.transforms.") and qualified.rsplit(".", 1)[-1][:1].isupper():
             # `Resample(sr, target)`, `MelSpectrogram(...)`: modules whose buffers (kernels,
             # windows, filter banks) are where the module is; they map tensors to tensors
@@ -726,8 +736,24 @@ class TorchCalls:
                 makes = makes or found.transform == "cpu"
         return AbstractValue(Kind.OTHER, transform="cpu" if makes else "keep")
 
+    def _albumentations(self, node: cst.Call) -> AbstractValue:
+        """`A.Compose([..., ToTensorV2()])`: a pipeline whose output holds CPU tensors (it
+        gives NumPy arrays without `ToTensorV2`)."""
+        steps = node.args[0].value if node.args and node.args[0].keyword is None else None
+        if type(steps) not in (cst.List, cst.Tuple):
+            return OTHER
+        for element in steps.elements:
+            value = element.value
+            if type(value) is cst.Call and (self.qualified(value.func) or "") in T.ALBUMENTATIONS_TO_TENSOR:
+                return AbstractValue(Kind.OTHER, transform=ALBUMENTATIONS)
+        return OTHER
+
     def _transformed(self, node: cst.Call, transform: AbstractValue, args: list[AbstractValue]) -> AbstractValue:
-        """What a torchvision transform returns: a new CPU tensor, or its input where it was."""
+        """What a torchvision transform returns: a new CPU tensor, or its input where it was;
+        what an albumentations pipeline returns: a mapping of CPU tensors (`out["image"]`)."""
+        if transform.transform == ALBUMENTATIONS:
+            code = code_of_name(node.func, self.model.ctx.module)
+            return AbstractValue(Kind.BATCH, CPU, None, node, Source.FACTORY, f"{code}(...)")
         first = args[0] if args and node.args[0].keyword is None else UNKNOWN
         if transform.transform == "cpu" and not first.tensor_like:
             # of a picture or an array; a tensor given to `v2.ToImage()` stays where it is
@@ -933,6 +959,16 @@ class TorchCalls:
                 self.bind(receiver_expr, UNKNOWN, state)
         if name in T.MOVE_METHODS:
             return self._move(node, name, receiver, receiver_expr, state)
+        if name == "backward" and receiver.tensor_like:
+            # `out.backward(gradient=seed)`: the seed must be where the output is (a 0-dim
+            # CPU seed is moved by autograd)
+            seed = keyword_arg(node, "gradient") or next(iter(positional_args(node)), None)
+            if seed is not None:
+                value = self.result.values.get(id(seed.value), UNKNOWN)
+                if value.tensor_like:
+                    operands = [Operand(receiver_expr, receiver), Operand(seed.value, value)]
+                    self._check_operands(node, operands, elementwise=True)
+            return OTHER
         if name in T.MODEL_INPUT_METHODS and receiver.is_module and receiver.holds_params and receiver.device.known:
             # `model.generate(ids)`: the model runs on the ids it is given
             self._module_call(node, receiver, args)
@@ -1197,6 +1233,17 @@ _READING_BUILTINS = frozenset(
     {"len", "print", "sum", "min", "max", "any", "all", "zip", "enumerate", "iter", "list", "tuple",
      "sorted", "reversed", "map", "filter", "isinstance", "str", "repr"}
 )  # fmt: skip
+
+
+def _legacy_rank(node: cst.Call) -> bool | None:
+    """Is `torch.FloatTensor(...)` 0-dim? Not with sizes (`FloatTensor(1, n)`), none
+    (an empty 1-dim tensor) or a list of data; anything else may be."""
+    positional = [a.value for a in node.args if a.keyword is None and not a.star]
+    if len(positional) != len(node.args):
+        return None
+    if not positional or len(positional) > 1 or type(positional[0]) in (cst.List, cst.Integer):
+        return False
+    return None
 
 
 def _kind_only(value: AbstractValue) -> AbstractValue:

@@ -457,6 +457,13 @@ DISTRIBUTION_ATTRS = frozenset(
      "covariance_matrix", "scale_tril", "precision_matrix", "low", "high", "df", "total_count"}
 )  # fmt: skip
 
+# albumentations: its pipeline, and the step that makes CPU tensors of the arrays.
+ALBUMENTATIONS_COMPOSE = frozenset({"albumentations.Compose", "albumentations.core.composition.Compose"})
+ALBUMENTATIONS_TO_TENSOR = frozenset(
+    {"albumentations.pytorch.ToTensorV2", "albumentations.pytorch.transforms.ToTensorV2",
+     "albumentations.pytorch.transforms.ToTensor", "albumentations.pytorch.ToTensor"}
+)  # fmt: skip
+
 # Operations that join a sequence of tensors into one.
 JOINING_OPS = frozenset({"cat", "concat", "concatenate", "stack"})
 

@@ -840,6 +840,7 @@ class ScopeEvaluator(TorchCalls):
             container = self.eval(target.value, state)
             for element in target.slice:
                 self._eval_slice(element, state)
+            self._check_index(target, container)
             if (container.kind is Kind.BATCH or container.source is Source.LOADER) and dotted_name(target.value):
                 # `inputs[k] = inputs[k].to(device)`: the batch's entries are where the code puts them
                 self.bind(target.value, UNKNOWN, state)
@@ -1311,8 +1312,13 @@ class ScopeEvaluator(TorchCalls):
         value = self.eval(node.value, state)
         for element in node.slice:
             self._eval_slice(element, state)
-        # indexing with a CPU index or mask is legal: the result lives with the indexed
-        # tensor. A CPU tensor indexed by an accelerator index or mask fails.
+        self._check_index(node, value)
+        return self.item_of(node, value)
+
+    def _check_index(self, node: cst.Subscript, value: AbstractValue) -> None:
+        """Indexing with a CPU index or mask is legal: the result lives with the indexed
+        tensor. A CPU tensor indexed by an accelerator index or mask fails, read or
+        written (`target[0][top_class] = 1`)."""
         if value.is_tensor and value.device.is_cpu:
             for element in node.slice:
                 if type(element.slice) is cst.Index:
@@ -1321,7 +1327,6 @@ class ScopeEvaluator(TorchCalls):
                         self._conflict(Conflict(node, Operand(node.value, value),
                                                 Operand(element.slice.value, index), "index"))  # fmt: skip
                         break
-        return self.item_of(node, value)
 
     def item_of(self, node: cst.Subscript, value: AbstractValue) -> AbstractValue:
         """`node`, a subscript of `value`: what indexing that value gives."""

@@ -177,6 +177,10 @@ class AbstractValue:
     def join(self, other: AbstractValue) -> AbstractValue:
         if self == other:
             return self
+        if self is NONE or other is NONE:
+            # `target = None` on one path, a tensor on another: where it is a tensor, it is
+            # that tensor (None takes part in no computation on any device)
+            return other if self is NONE else self
         kind = self.kind if self.kind is other.kind else Kind.UNKNOWN
         if kind in (Kind.DEVICE, Kind.OTHER):
             device = join_symbolic(self.device, other.device, None)
@@ -260,6 +264,7 @@ def join_items(a: AbstractValue | None, b: AbstractValue | None) -> AbstractValu
 
 
 DISTRIBUTION = "distribution"
+ALBUMENTATIONS = "albumentations"  # an albumentations pipeline ending in `ToTensorV2()`
 
 UNKNOWN = AbstractValue()
 OTHER = AbstractValue(Kind.OTHER)

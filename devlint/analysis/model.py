@@ -58,6 +58,9 @@ _TRANSPARENT_DECORATORS = frozenset(
     {
         "staticmethod", "classmethod", "torch.no_grad", "no_grad", "torch.inference_mode", "inference_mode",
         "torch.enable_grad", "functools.lru_cache", "lru_cache", "functools.cache", "cache",
+        # Streamlit's caches hand back what the function returned (a model loaded once per app)
+        "st.cache", "st.cache_resource", "st.cache_data", "st.experimental_singleton", "st.experimental_memo",
+        "streamlit.cache", "streamlit.cache_resource", "streamlit.cache_data",
     }
 )  # fmt: skip
 

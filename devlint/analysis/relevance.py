@@ -183,7 +183,7 @@ _RELEVANT_NAMES = frozenset(
     | T.MOVE_METHODS | T.SYNC_METHODS
     | {"load", "Parameter", "register_buffer", "register_parameter", "set_default_device", "device",
        "create_model", "from_pretrained", "type", "new_zeros", "new_ones", "new_empty", "new_full",
-       "new_tensor", "prepare", "setup", "numpy", "Tensor"}
+       "new_tensor", "prepare", "setup", "numpy", "Tensor", "ToTensorV2"}
 )  # fmt: skip
 
 

@@ -273,7 +273,7 @@ class NumpyOnDevice(Rule):
             return
         analysis = DeviceAnalysis.of(self.ctx)
         for arg in node.args:
-            if arg.keyword is not None or arg.star:
+            if arg.star:  # (a keyword argument is converted too: `f1_score(y_true=labels, ...)`)
                 continue
             value = analysis.value_of(arg.value)
             if value.may_be_accel_tensor:
@@ -371,18 +371,19 @@ class UnregisteredModuleTensor(Rule):
         if _other_assignments(self.ctx.tree, cls, target.value.value, attr, node):
             return  # managed by the class itself (a cache rebuilt or moved elsewhere)
         self_name = target.value.value
+        where = f"on {value.device}" if value.device.known else "where it was built"
         if not at_construction:
             # a buffer cannot be registered over the plain attribute `__init__` set to None
             message = (
                 f"`{self_name}.{attr}` is a cache the module builds when it is missing, not when the module "
-                f"moves: `.to(device)` leaves it on {value.device}; register it as a buffer in `__init__`, "
+                f"moves: `.to(device)` leaves it {where}; register it as a buffer in `__init__`, "
                 "or rebuild it when the device changes"
             )
             self.report(node, message)
             return
         message = (
             f"`{self_name}.{attr}` is a tensor the module does not own: `.to(device)` leaves it "
-            f"on {value.device}; register it as a buffer"
+            f"{where}; register it as a buffer"
         )
         fix = None
         if not _class_level(cls, attr) and type(node) is cst.Assign and not value_node.lpar:
