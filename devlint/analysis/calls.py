@@ -16,6 +16,7 @@ from devlint.analysis import device_tables as T
 from devlint.analysis.lattice import (
     ALBUMENTATIONS,
     CPU,
+    TENSOR_ITEMS,
     DISTRIBUTION,
     NO_ITEMS,
     OTHER,
@@ -85,6 +86,8 @@ class TorchCalls:
                 callee = self.fallback(f"{self.self_name}.{func.attr.value}")
             else:
                 callee = self.handed_attribute(key, state) if key is not None else None
+            if callee is None and receiver.is_module and receiver.instance_of and receiver.device.known:
+                callee = self._submodule_of(receiver, func.attr.value)  # `target_model.encode(x)`
             if callee is not None:
                 callee = self._module_if_evident(callee, func)
             if callee is not None and callee.is_module:
@@ -628,6 +631,13 @@ class TorchCalls:
             return self._transform(qualified, node)
         if qualified in T.ALBUMENTATIONS_COMPOSE:
             return self._albumentations(node)
+        if qualified.startswith("torchvision.datasets.") and qualified.rsplit(".", 1)[-1][:1].isupper():
+            # `MNIST(root, transform=ToTensor())`: `ds[i]` is a CPU tensor and its label
+            transform = keyword_arg(node, "transform")
+            made = self.result.values.get(id(transform.value), UNKNOWN) if transform is not None else UNKNOWN
+            if made.transform == "cpu":
+                return AbstractValue(Kind.OTHER, transform=TENSOR_ITEMS)
+            return UNKNOWN
         if qualified.startswith("torchaudio.transforms.") and qualified.rsplit(".", 1)[-1][:1].isupper():
             # `Resample(sr, target)`, `MelSpectrogram(...)`: modules whose buffers (kernels,
             # windows, filter banks) are where the module is; they map tensors to tensors
@@ -736,6 +746,21 @@ class TorchCalls:
                 makes = makes or found.transform == "cpu"
         return AbstractValue(Kind.OTHER, transform="cpu" if makes else "keep")
 
+    def _submodule_of(self, model: AbstractValue, attr: str) -> AbstractValue | None:
+        """Submodule `attr` of a model of the file's class, built in `__init__` and left
+        alone after: where the model is (`model.to(device)` moved it too)."""
+        cls = self.model.classes.get(model.instance_of)
+        if cls is None or self.model.method(cls, attr) is not None or self.model.places_itself(cls):
+            return None
+        changed = self.model.changed_after_init(cls)
+        if changed is None or attr in changed or self.model.touched_outside(attr):
+            return None
+        value = self.model.summary(cls).get(attr)
+        if value is None or not value.is_module or not value.holds_params:
+            return None
+        return replace(value, device=model.device, origin=model.origin, source=model.source, how=model.how,
+                       maybe_accel=model.maybe_accel, instance_of="")  # fmt: skip
+
     def _albumentations(self, node: cst.Call) -> AbstractValue:
         """`A.Compose([..., ToTensorV2()])`: a pipeline whose output holds CPU tensors (it
         gives NumPy arrays without `ToTensorV2`)."""
@@ -807,7 +832,7 @@ class TorchCalls:
             if data.kind is Kind.TENSOR:
                 device = data.device
             elif data.kind is Kind.OTHER or (
-                qualified == "torch.tensor" and self._host_data(positional[0].value, data)
+                qualified == "torch.tensor" and self._host_data(positional[0].value, data, state)
             ):
                 device = state.default
             else:
@@ -821,13 +846,16 @@ class TorchCalls:
             how = f"{short} without device="
         return AbstractValue(Kind.TENSOR, device, self._factory_zero_dim(qualified, node), node, Source.FACTORY, how)
 
-    def _host_data(self, expr: cst.BaseExpression, value: AbstractValue) -> bool:
+    def _host_data(self, expr: cst.BaseExpression, value: AbstractValue, state: State) -> bool:
         """Data for `torch.tensor(data)` that nothing shows to be a tensor: a local made by
-        a call the analysis cannot see (`ids = tokenizer.encode(text)`), not a parameter
-        (a tensor handed in keeps its device through `torch.tensor`)."""
+        a call the analysis cannot see (`ids = tokenizer.encode(text)`), or a name the
+        module body (a notebook) bound so, not a parameter (a tensor handed in keeps its
+        device through `torch.tensor`)."""
         if value.kind is not Kind.UNKNOWN or value.device.known or value.maybe_accel or value.item:
             return False
         if type(expr) is cst.Name:
+            if type(self.scope) is cst.Module:
+                return expr.value in state.env
             return expr.value in self.locals and expr.value not in self.params
         return type(expr) is cst.Call and type(expr.func) is cst.Attribute and self.qualified(expr.func) is None
 

@@ -19,6 +19,7 @@ from devlint.analysis import device_tables as T
 from devlint.analysis.lattice import (
     CPU,
     DISTRIBUTION,
+    TENSOR_ITEMS,
     EMPTY_LIST,
     NONE,
     OTHER,
@@ -1336,6 +1337,9 @@ class ScopeEvaluator(TorchCalls):
                                  maybe_accel=value.maybe_accel)  # fmt: skip
         if value.kind is Kind.MODULE:
             return value
+        if value.transform == TENSOR_ITEMS:  # `image, label = mnist_test[i]`
+            tensor = AbstractValue(Kind.TENSOR, CPU, False, node, Source.NUMPY, "an item of the dataset")
+            return replace(OTHER, elements=(tensor, UNKNOWN))
         if value.holds_accel and value.kind is Kind.OTHER and value.elements is None:
             return value  # an item of a dict of lists that got accelerator tensors may hold one
         if value.kind is Kind.UNKNOWN and (value.device.known or value.maybe_accel):

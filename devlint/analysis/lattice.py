@@ -265,6 +265,7 @@ def join_items(a: AbstractValue | None, b: AbstractValue | None) -> AbstractValu
 
 DISTRIBUTION = "distribution"
 ALBUMENTATIONS = "albumentations"  # an albumentations pipeline ending in `ToTensorV2()`
+TENSOR_ITEMS = "tensor items"  # a torchvision dataset whose items are CPU tensors (`ds[i]`)
 
 UNKNOWN = AbstractValue()
 OTHER = AbstractValue(Kind.OTHER)

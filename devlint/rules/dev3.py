@@ -330,24 +330,31 @@ class OptimizerBeforeMove(Rule):
 
     code = "DEV304"
     name = "optimizer-before-move"
+    _factories: dict[int, str | None] | None = None  # see `_optimizer_factory`
 
     def visit_Call(self, node: cst.Call) -> None:
         if not _is_optimizer_class(self.ctx, node.func):
+            self._built_by_helper(node)
             return
         params = next((a for a in node.args if a.keyword is None or a.keyword.value == "params"), None)
         if params is None:
             return
+        functions = self.ctx.functions()
+        scope = functions[0].body if functions else self.ctx.module
+        given = params.value
+        if type(given) is cst.Name:  # `train_params = [{"params": model.get_basenet_params()}, ...]`
+            given = self._bound_before(scope, given.value, node) or given
         models = {
             key
-            for call in self.ctx.tree.walk(params.value)
-            if type(call) is cst.Call and _method_name(call) in ("parameters", "named_parameters")
+            for call in self.ctx.tree.walk(given)
+            if type(call) is cst.Call and _gives_parameters(call)
             for key in [dotted_name(call.func.value)]
             if key is not None
         }
         # `params_of(net.model, nn.Conv2d)`: a helper collecting parameters of `net`'s parts
         models |= {
             key.split(".", 1)[0]
-            for call in self.ctx.tree.walk(params.value)
+            for call in self.ctx.tree.walk(given)
             if type(call) is cst.Call and type(call.func) is cst.Name
             for arg in call.args
             if arg.keyword is None and type(arg.value) is cst.Attribute
@@ -355,8 +362,6 @@ class OptimizerBeforeMove(Rule):
             if key is not None
         }
         analysis = DeviceAnalysis.of(self.ctx)
-        functions = self.ctx.functions()
-        scope = functions[0].body if functions else self.ctx.module
         line = analysis.line_of(node)
         for model in sorted(models):
             move = _later_move(analysis, scope, model, line)
@@ -368,8 +373,115 @@ class OptimizerBeforeMove(Rule):
                 self.report(node, message)
                 return
 
+    def _built_by_helper(self, node: cst.Call) -> None:
+        """`optimizer = create_optimizer(cfg, model)`: a function of the file that returns
+        an optimizer built from its parameter's parameters, called before the move."""
+        if type(node.func) is not cst.Name:
+            return
+        analysis = DeviceAnalysis.of(self.ctx)
+        function = analysis.model.callee(node.func.value)
+        if function is None or self.ctx.is_local(node.func.value):
+            return
+        param = self._optimizer_factory(function)
+        if param is None:
+            return
+        names = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+        argument = None
+        for position, arg in enumerate(node.args):
+            if arg.star:
+                return
+            if (arg.keyword is not None and arg.keyword.value == param) or (
+                arg.keyword is None and position < len(names) and names[position] == param
+            ):
+                argument = arg.value
+        model = dotted_name(argument) if argument is not None else None
+        if model is None:
+            return
+        functions = self.ctx.functions()
+        scope = functions[0].body if functions else self.ctx.module
+        move = _later_move(analysis, scope, model, analysis.line_of(node))
+        if move is not None:
+            message = (
+                f"`{analysis.code(node, 50)}` builds an optimizer from `{model}`'s parameters before "
+                f"line {analysis.line_of(move)} moves `{model}` (`{analysis.code(move, 40)}`): move the model first"
+            )
+            self.report(node, message)
+
+    def _optimizer_factory(self, function: cst.FunctionDef) -> str | None:
+        """The parameter of `function` whose parameters the optimizer it returns is built
+        from (`return torch.optim.SGD(model.parameters(), ...)`), if it is one."""
+        if self._factories is None:
+            self._factories = {}
+        key = id(function)
+        if key not in self._factories:
+            params = {p.name.value for p in (*function.params.posonly_params, *function.params.params)}
+            built: dict[str, str] = {}  # optimizer locals -> the parameter they came from
+            found = None
+            for node in self.ctx.tree.walk_scope(function):
+                if type(node) is cst.Assign and type(node.value) is cst.Call:
+                    owner = self._optimizer_over(node.value, params)
+                    if owner is not None:
+                        for target in node.targets:
+                            if type(target.target) is cst.Name:
+                                built[target.target.value] = owner
+                elif type(node) is cst.Return and node.value is not None:
+                    value = node.value
+                    owner = built.get(value.value) if type(value) is cst.Name else None
+                    if owner is None and type(value) is cst.Call:
+                        owner = self._optimizer_over(value, params)
+                    found = owner if found in (None, owner) else ""
+            self._factories[key] = found or None
+        return self._factories[key]
+
+    def _optimizer_over(self, call: cst.Call, params: set[str]) -> str | None:
+        """The parameter `p` when `call` is an optimizer class built from `p.parameters()`."""
+        if not _is_optimizer_class(self.ctx, call.func) or not call.args:
+            return None
+        first = call.args[0]
+        if first.keyword is not None and first.keyword.value != "params":
+            return None
+        for inner in self.ctx.tree.walk(first.value):
+            if type(inner) is cst.Call and _gives_parameters(inner):
+                owner = dotted_name(inner.func.value)
+                if owner in params:
+                    return owner
+        return None
+
+    def _bound_before(self, scope: cst.CSTNode, name: str, node: cst.CSTNode) -> cst.BaseExpression | None:
+        """The value of the one assignment of `name` in `scope`, when it comes before `node`."""
+        found = []
+        for statement in self.ctx.tree.walk_scope(scope):
+            if type(statement) is cst.Assign and any(dotted_name(t.target) == name for t in statement.targets):
+                found.append(statement)
+        if len(found) != 1:
+            return None
+        span, here = self.ctx.tree.span(found[0]), self.ctx.tree.span(node)
+        return found[0].value if span is not None and here is not None and span[1] <= here[0] else None
+
 
 # -- helpers ---------------------------------------------------------------------------
+
+
+def _wraps_itself(analysis: DeviceAnalysis, assignment: cst.CSTNode, model: str) -> bool:
+    """`model = DataParallel(model)` (or a move, `model = model.cuda()`): the same
+    parameters under the name, wrapped or moved."""
+    if type(assignment) is not cst.Assign or type(assignment.value) is not cst.Call:
+        return False
+    call = assignment.value
+    if _method_name(call) in _MOVES and dotted_name(call.func.value) == model:
+        return True
+    qualified = analysis.ctx.qualify(call.func) or ""
+    first = call.args[0].value if call.args and call.args[0].keyword is None else None
+    return qualified in device_tables.MODULE_WRAPPERS and first is not None and dotted_name(first) == model
+
+
+def _gives_parameters(call: cst.Call) -> bool:
+    """`model.parameters()`, `model.named_parameters()`, or a method of the model named
+    for its parameters (`model.get_basenet_params()`, `net.get_1x_lr_params()`)."""
+    name = _method_name(call)
+    if name in ("parameters", "named_parameters"):
+        return True
+    return name is not None and type(call.func) is cst.Attribute and name.endswith(("_params", "_parameters"))
 
 
 def _is_optimizer_class(ctx, func: cst.BaseExpression, seen: frozenset[str] = frozenset()) -> bool:
@@ -550,6 +662,7 @@ def _later_move(analysis: DeviceAnalysis, scope: cst.CSTNode, model: str, line: 
     """The first move of `model` after `line` in this scope, unless it is rebound first."""
     moves = []
     rebinds = []
+    wrapped: set[int] = set()  # the targets of `model = DataParallel(model)`: the same parameters
     for node in analysis.ctx.tree.walk_scope(scope):
         if type(node) is cst.Call and _method_name(node) in _MOVES and _moves_model(analysis, node.func.value, model):
             value = analysis.value_of(node)
@@ -557,10 +670,12 @@ def _later_move(analysis: DeviceAnalysis, scope: cst.CSTNode, model: str, line: 
                 moves.append(node)
         elif type(node) is cst.AssignTarget and dotted_name(node.target) == model:
             rebinds.append(node)
+        elif type(node) is cst.Assign and _wraps_itself(analysis, node, model):
+            wrapped.update(id(t) for t in node.targets)
     after = [m for m in moves if analysis.line_of(m) > line]
     if not after:
         return None
     first = min(after, key=analysis.line_of)
-    if any(line < analysis.line_of(r) < analysis.line_of(first) for r in rebinds):
+    if any(line < analysis.line_of(r) < analysis.line_of(first) for r in rebinds if id(r) not in wrapped):
         return None
     return first
