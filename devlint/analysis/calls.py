@@ -706,7 +706,11 @@ class TorchCalls:
     def _distribution(self, node: cst.Call, args: list[AbstractValue]) -> AbstractValue:
         """`Categorical(logits=out)`, `Normal(mu, std)`: a distribution, where its tensor
         parameters are (a number as a parameter goes with the others)."""
-        tensors = [Operand(a.value, v) for a, v in zip(node.args, args) if v.tensor_like or v.maybe_accel]
+        tensors = [
+            Operand(a.value, replace(v, kind=Kind.TENSOR) if v.transform == DISTRIBUTION else v)
+            for a, v in zip(node.args, args)
+            if v.tensor_like or v.maybe_accel or v.transform == DISTRIBUTION  # `Independent(Normal(...), 1)`
+        ]
         if not tensors:
             return AbstractValue(Kind.OTHER, transform=DISTRIBUTION)
         on = self._result_on(tensors, None)

@@ -220,6 +220,7 @@ class ScopeEvaluator(TorchCalls):
             self.outer = frozenset()
         self.shadowed = self.locals | self.outer
         self._loops: list[tuple[list[State], list[State]]] = []
+        self._trying = 0  # `try` statements around the walk
         if type(scope) is cst.FunctionDef:
             self._setup_function(scope)
 
@@ -678,18 +679,22 @@ class ScopeEvaluator(TorchCalls):
 
     def stmt_Try(self, node: cst.Try, state: State) -> State | None:
         entry = state.copy()
-        body = self.block(node.body, state)
-        handler_entry = self.join_states(entry, body) or entry
-        results = []
-        for handler in node.handlers:
-            if handler.type is not None:
-                self.eval(handler.type, handler_entry)
-            start = handler_entry.copy()
-            if handler.name is not None:
-                self.bind(handler.name.name, OTHER, start)
-            results.append(self.block(handler.body, start))
-        if node.orelse is not None:
-            body = self.block(node.orelse.body, body)
+        self._trying += 1  # what runs here may run only in part, or only after a failure
+        try:
+            body = self.block(node.body, state)
+            handler_entry = self.join_states(entry, body) or entry
+            results = []
+            for handler in node.handlers:
+                if handler.type is not None:
+                    self.eval(handler.type, handler_entry)
+                start = handler_entry.copy()
+                if handler.name is not None:
+                    self.bind(handler.name.name, OTHER, start)
+                results.append(self.block(handler.body, start))
+            if node.orelse is not None:
+                body = self.block(node.orelse.body, body)
+        finally:
+            self._trying -= 1
         after = self.join_all([body, *results])
         if node.finalbody is not None:
             final = self.block(node.finalbody.body, (after or handler_entry).copy())
@@ -962,7 +967,10 @@ class ScopeEvaluator(TorchCalls):
         caller sees it moved, to there when every path through the function moves it."""
         if type(target) is cst.Name and target.value in self.params and target.value != self.self_name:
             self.result.moved_params.add(target.value)
-            everywhere = not self._branches and not self._loops and self.result.returns is None
+            everywhere = not self._branches and not self._loops and not self._trying and self.result.returns is None
+            if everywhere and type(self.scope) is cst.FunctionDef:
+                # `net = copy.deepcopy(net)` first: what moves is a copy, not the caller's model
+                everywhere = target.value not in self.model.assigned_names(self.scope)
             self.result.moved_to[target.value] = moved if everywhere and moved is not None else None
 
     def _exit(self, state: State | None) -> None:
@@ -1027,7 +1035,8 @@ class ScopeEvaluator(TorchCalls):
                 return AbstractValue(Kind.TENSOR, CPU, False, loop, Source.LOADER, "a DataLoader batch")
             return AbstractValue(Kind.BATCH, CPU, False, loop, Source.LOADER, "a DataLoader batch")
         if value.is_tensor:
-            return replace(value, zero_dim=None)
+            # a row, or (of a 1-dim tensor: `for p in preds.view(-1)`) a 0-dim tensor
+            return replace(value, zero_dim=None, item=True)
         if value.kind is Kind.UNKNOWN and value.device.known:
             return self.unpacked(value)  # the items of a module's output live where it ran
         if id(expr) in self.generated:
@@ -1324,7 +1333,8 @@ class ScopeEvaluator(TorchCalls):
             for element in node.slice:
                 if type(element.slice) is cst.Index:
                     index = self.result.values.get(id(element.slice.value), UNKNOWN)
-                    if index.tensor_like and index.device.is_accel and index.zero_dim is not True:
+                    # (an element of a tensor walked by a loop may be a 0-dim index: legal anywhere)
+                    if index.tensor_like and index.device.is_accel and index.zero_dim is not True and not index.item:
                         self._conflict(Conflict(node, Operand(node.value, value),
                                                 Operand(element.slice.value, index), "index"))  # fmt: skip
                         break
@@ -1333,8 +1343,13 @@ class ScopeEvaluator(TorchCalls):
         """`node`, a subscript of `value`: what indexing that value gives."""
         if value.kind in (Kind.TENSOR, Kind.BATCH):
             zero_dim = False if value.kind is Kind.BATCH or _keeps_a_dimension(node) else None
+            # `best[i]` with a number: one dimension less, maybe none left (an `item`)
+            reduced = zero_dim is None and all(
+                type(e.slice) is cst.Index and not self.result.values.get(id(e.slice.value), UNKNOWN).tensor_like
+                for e in node.slice
+            )
             return AbstractValue(Kind.TENSOR, value.device, zero_dim, value.origin, value.source, value.how,
-                                 maybe_accel=value.maybe_accel)  # fmt: skip
+                                 maybe_accel=value.maybe_accel, item=reduced or value.item)  # fmt: skip
         if value.kind is Kind.MODULE:
             return value
         if value.transform == TENSOR_ITEMS:  # `image, label = mnist_test[i]`

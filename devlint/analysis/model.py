@@ -26,6 +26,7 @@ from devlint.analysis.lattice import (
     accel,
 )
 from devlint.analysis.tree import (
+    bound_names,
     call_parameters,
     decorator_names,
     dotted_name,
@@ -119,6 +120,7 @@ class FileModel(RelevanceGate, CallContexts):
         self._setters: dict[tuple[int, str], frozenset[int]] = {}  # see `first_call_value`
         self._moved_globals: frozenset[str] | None = None  # see `moved_in_functions`
         self._globals_declared: dict[str, list[cst.FunctionDef]] | None = None  # see `lazy_global`
+        self._assigned_names: dict[int, frozenset[str]] = {}  # see `assigned_names`
         self._formatted: frozenset[str] | None = None  # see `formatted_on_device`
         # see `rerun_for_call`: by call and the caller's values (kept, so that their id stays theirs)
         self._reruns: dict[tuple[int, int], tuple[dict, CallRerun | None]] = {}
@@ -474,6 +476,24 @@ class FileModel(RelevanceGate, CallContexts):
             )
         return self._formatted
 
+    def assigned_names(self, function: cst.FunctionDef) -> frozenset[str]:
+        """The names `function`'s body assigns (a parameter only where it is rebound)."""
+        found = self._assigned_names.get(id(function))
+        if found is None:
+            names: set[str] = set()
+            for node in statements(function.body, enter_definitions=False):
+                if type(node) is cst.Assign:
+                    for target in node.targets:
+                        names.update(bound_names(target.target))
+                elif type(node) in (cst.AnnAssign, cst.AugAssign, cst.For):
+                    names.update(bound_names(node.target))
+                elif type(node) is cst.With:
+                    for item in node.items:
+                        if item.asname is not None:
+                            names.update(bound_names(item.asname.name))
+            found = self._assigned_names[id(function)] = frozenset(names)
+        return found
+
     def lazy_global(self, name: str, function: cst.FunctionDef) -> bool:
         """Is `name` a module-level `name = None` that only `function` (declaring it
         `global`) rebinds: a value built on first call and kept (`if model is None:
@@ -488,8 +508,8 @@ class FileModel(RelevanceGate, CallContexts):
                         for item in node.names:
                             declared.setdefault(item.name.value, []).append(scope)
             self._globals_declared = declared
-        if self._globals_declared.get(name) != [function]:
-            return False
+        if self._globals_declared.get(name) != [function] or name in self.moved_in_functions():
+            return False  # (`def place(): model.to(device)` moves it after it is built)
         values = []
         for stmt in self.ctx.module.body:
             if type(stmt) is cst.SimpleStatementLine:

@@ -687,6 +687,11 @@ class UnregisteredSubmodules(Rule):
         keyword_only = [p.name.value for p in method.params.kwonly_params]
         if name not in params and name not in keyword_only:
             return None
+        nodes = self.ctx.tree.walk(method.body)
+        attrs = {id(n.attr) for n in nodes if type(n) is cst.Attribute}  # `self.members`: not the name
+        uses = [n for n in nodes if type(n) is cst.Name and n.value == name and id(n) not in attrs]
+        if len(uses) != 1:
+            return None  # also registered another way (`nn.Sequential(*blocks)`, `add_module` in a loop)
         kinds = set()
         for call in self._constructions().get(cls.name.value, ()):
             passed = None

@@ -226,6 +226,8 @@ class LoaderUnderAcceleratorDefault(Rule):
             for node in self.ctx.tree.walk_scope(scope)
             if type(node) is cst.Assign and any(dotted_name(t.target) == value.value for t in node.targets)
         ]
+        if self._filled_in(scope, value.value):
+            return False  # `kwargs.setdefault("generator", ...)`, `kwargs["generator"] = ...`
         if type(scope) is cst.FunctionDef and scope.params.star_kwarg is not None:
             if scope.params.star_kwarg.name.value == value.value:
                 # `**kwargs` of the function: what its callers pass may hold a generator
@@ -233,6 +235,20 @@ class LoaderUnderAcceleratorDefault(Rule):
                     return False
                 return all(_options_without_sampling(v) for v in assigned)
         return bool(assigned) and all(_options_without_sampling(v) for v in assigned)
+
+    def _filled_in(self, scope: cst.CSTNode, name: str) -> bool:
+        """Does `scope` add entries to the dict `name` (`update`, `setdefault`, an item
+        assignment, `|=`)?"""
+        for node in self.ctx.tree.walk_scope(scope):
+            if type(node) is cst.Call and type(node.func) is cst.Attribute and dotted_name(node.func.value) == name:
+                if node.func.attr.value in ("update", "setdefault", "__setitem__"):
+                    return True
+            elif type(node) is cst.AssignTarget and type(node.target) is cst.Subscript:
+                if dotted_name(node.target.value) == name:
+                    return True
+            elif type(node) is cst.AugAssign and dotted_name(node.target) == name:
+                return True
+        return False
 
     def _extra_keywords_passed(self, function: cst.FunctionDef, name: str) -> bool:
         """Is `name` the `**` parameter of `function`, and may a call fill it: a call from
