@@ -16,6 +16,7 @@ from devlint.analysis import device_tables as T
 from devlint.analysis.lattice import (
     ALBUMENTATIONS,
     CPU,
+    HOST_ARRAY,
     TENSOR_ITEMS,
     DISTRIBUTION,
     NO_ITEMS,
@@ -71,7 +72,7 @@ class TorchCalls:
             if qualified.startswith("numpy."):
                 if qualified in _ARRAYS and node.args and self._opens_a_picture(node.args[0].value):
                     return _PICTURE_ARRAY  # `np.array(Image.open(p).convert("RGB"))`: rows and columns
-                return OTHER  # NumPy gives arrays and numbers in host memory, never a tensor
+                return HOST_ARRAY  # NumPy gives arrays and numbers in host memory, never a tensor
             if T.is_hf_trainer(qualified) and self._trainer_moves(node, args, state):
                 return OTHER
             result = self._torch_call(qualified, node, args, state)
@@ -842,6 +843,17 @@ class TorchCalls:
             else:
                 device = UNKNOWN_DEVICE
             how = f"{short} without device="
+        elif qualified in T.SPARSE_VALUES_POSITION:
+            position = T.SPARSE_VALUES_POSITION[qualified]
+            values = positional[position].value if len(positional) > position else None
+            data = self.result.values.get(id(values), UNKNOWN) if values is not None else UNKNOWN
+            if data.tensor_like:
+                device = data.device  # `sparse_coo_tensor(i, v)`: where `v` is
+            elif data.kind is Kind.OTHER:
+                device = state.default  # values given as a list of numbers
+            else:
+                device = UNKNOWN_DEVICE
+            how = f"{short} without device="
         elif qualified in T.TENSOR_ARGUMENT_FACTORIES and positional:
             device = self.result.values.get(id(positional[0].value), UNKNOWN).device
             how = f"{short}(...)"
@@ -975,6 +987,8 @@ class TorchCalls:
                      args: list[AbstractValue], state: State) -> AbstractValue:  # fmt: skip
         if receiver == _PICTURE_ARRAY and name in ("copy", "astype"):
             return receiver
+        if receiver == HOST_ARRAY:
+            return HOST_ARRAY  # `np.frombuffer(b).reshape(h, w, 3)`: still host data
         if receiver.transform == DISTRIBUTION:
             return self._sampled(node, name, receiver)
         if name in T.TRACING_METHODS:

@@ -31,6 +31,12 @@ FACTORIES = frozenset(
 
 # Factories that build on their tensor argument's device (`torch.vander(x)`, `torch.fill(x, v)`).
 TENSOR_ARGUMENT_FACTORIES = frozenset({"torch.vander", "torch.fill"})
+# Sparse constructors: without `device=` they build where their values are (the argument at
+# this position), the indices following.
+SPARSE_VALUES_POSITION = {
+    "torch.sparse_coo_tensor": 1, "torch.sparse_csr_tensor": 2, "torch.sparse_csc_tensor": 2,
+    "torch.sparse_bsr_tensor": 2, "torch.sparse_bsc_tensor": 2, "torch.sparse_compressed_tensor": 2,
+}  # fmt: skip
 # Factories a fix may give `device=`.
 DEVICE_FACTORIES = FACTORIES - TENSOR_ARGUMENT_FACTORIES
 

@@ -19,6 +19,7 @@ from devlint.analysis import device_tables as T
 from devlint.analysis.lattice import (
     CPU,
     DISTRIBUTION,
+    HOST_ARRAY,
     TENSOR_ITEMS,
     EMPTY_LIST,
     NONE,
@@ -711,7 +712,24 @@ class ScopeEvaluator(TorchCalls):
             if param.default is not None:
                 self.eval(param.default, state)
         self.bind(node.name, OTHER, state)
+        if type(self.scope) is cst.FunctionDef and not self.phase1:
+            self._record_closure(node, state)
         return state
+
+    def _record_closure(self, node: cst.FunctionDef, state: State) -> None:
+        """What nested function `node` reads of this function's names that are not bound
+        again after it (`labels` moved before `def f(x): ... [labels]`): their values here,
+        for its own walk. A walk with call contexts is preferred to one without."""
+        held = self.model.closures.get(id(node))
+        specialized = self.context is not None
+        if held is not None and held[0] and not specialized:
+            return
+        names = {}
+        for inner in self.model.ctx.tree.walk(node.body):
+            if type(inner) is cst.Name and inner.value in state.env and inner.value not in names:
+                if self.model.settled_before(self.scope, inner.value, node):
+                    names[inner.value] = state.env[inner.value]
+        self.model.closures[id(node)] = (specialized, names)
 
     def stmt_ClassDef(self, node: cst.ClassDef, state: State) -> State:
         for arg in node.bases:
@@ -788,6 +806,10 @@ class ScopeEvaluator(TorchCalls):
             return UNKNOWN
         if key in self.params:
             return self.params[key]
+        if key in self.outer and key not in self.locals and not attr:
+            closure = self.model.closures.get(id(self.scope))
+            if closure is not None and key in closure[1]:
+                return closure[1][key]  # a name of the function around, settled before the `def`
         if key in self.locals or key in self.outer:
             return UNKNOWN
         if type(self.scope) is cst.Module:
@@ -1036,7 +1058,7 @@ class ScopeEvaluator(TorchCalls):
             return AbstractValue(Kind.BATCH, CPU, False, loop, Source.LOADER, "a DataLoader batch")
         if value.is_tensor:
             # a row, or (of a 1-dim tensor: `for p in preds.view(-1)`) a 0-dim tensor
-            return replace(value, zero_dim=None, item=True)
+            return replace(value, zero_dim=None, element=True)
         if value.kind is Kind.UNKNOWN and value.device.known:
             return self.unpacked(value)  # the items of a module's output live where it ran
         if id(expr) in self.generated:
@@ -1334,7 +1356,7 @@ class ScopeEvaluator(TorchCalls):
                 if type(element.slice) is cst.Index:
                     index = self.result.values.get(id(element.slice.value), UNKNOWN)
                     # (an element of a tensor walked by a loop may be a 0-dim index: legal anywhere)
-                    if index.tensor_like and index.device.is_accel and index.zero_dim is not True and not index.item:
+                    if index.tensor_like and index.device.is_accel and index.zero_dim is not True and not index.element:
                         self._conflict(Conflict(node, Operand(node.value, value),
                                                 Operand(element.slice.value, index), "index"))  # fmt: skip
                         break
@@ -1349,9 +1371,11 @@ class ScopeEvaluator(TorchCalls):
                 for e in node.slice
             )
             return AbstractValue(Kind.TENSOR, value.device, zero_dim, value.origin, value.source, value.how,
-                                 maybe_accel=value.maybe_accel, item=reduced or value.item)  # fmt: skip
+                                 maybe_accel=value.maybe_accel, element=reduced or value.element)  # fmt: skip
         if value.kind is Kind.MODULE:
             return value
+        if value == HOST_ARRAY:
+            return HOST_ARRAY  # `scores[:, 0]` of a NumPy array
         if value.transform == TENSOR_ITEMS:  # `image, label = mnist_test[i]`
             tensor = AbstractValue(Kind.TENSOR, CPU, False, node, Source.NUMPY, "an item of the dataset")
             return replace(OTHER, elements=(tensor, UNKNOWN))

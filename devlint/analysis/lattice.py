@@ -136,6 +136,9 @@ class AbstractValue:
     elements: tuple[AbstractValue, ...] | None = None
     instance_of: str = ""  # the file's own class the value was built from (`enc = Encoder()`)
     item: bool = False  # an item unpacked from an output of unknown shape (not unpacked again)
+    # an element of a tensor walked by a loop, or a tensor indexed by numbers: maybe 0-dim
+    # (as an index, legal on any device)
+    element: bool = False
     # a list built empty here: the join of what was appended to it (NO_ITEMS: nothing yet)
     items: AbstractValue | None = None
     # a torchvision transform: "cpu" (it makes a tensor, `ToTensor()`), "keep" (the input's
@@ -206,6 +209,7 @@ class AbstractValue:
             instance_of=self.instance_of if self.instance_of == other.instance_of else "",
             items=join_items(self.items, other.items),
             transform=self.transform if self.transform == other.transform else "",
+            element=self.element and other.element,
         )
 
     def join_guarded(self, other: AbstractValue) -> AbstractValue:
@@ -271,6 +275,7 @@ UNKNOWN = AbstractValue()
 OTHER = AbstractValue(Kind.OTHER)
 NONE = AbstractValue(Kind.OTHER, how="None")  # the literal: an attribute's placeholder until it is set
 NO_ITEMS = AbstractValue(Kind.OTHER, how="no items")
+HOST_ARRAY = AbstractValue(Kind.OTHER, how="a NumPy array")  # what NumPy gives: host data, never a tensor
 EMPTY_LIST = AbstractValue(Kind.OTHER, items=NO_ITEMS)
 
 

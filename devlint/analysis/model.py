@@ -121,6 +121,10 @@ class FileModel(RelevanceGate, CallContexts):
         self._moved_globals: frozenset[str] | None = None  # see `moved_in_functions`
         self._globals_declared: dict[str, list[cst.FunctionDef]] | None = None  # see `lazy_global`
         self._assigned_names: dict[int, frozenset[str]] = {}  # see `assigned_names`
+        # by nested function: (from a walk with call contexts?, the enclosing names it reads
+        # that the enclosing function binds once, as they are where it is defined)
+        self.closures: dict[int, tuple[bool, dict[str, AbstractValue]]] = {}
+        self._binding_spans: dict[int, dict[str, list]] = {}  # see `settled_before`
         self._formatted: frozenset[str] | None = None  # see `formatted_on_device`
         # see `rerun_for_call`: by call and the caller's values (kept, so that their id stays theirs)
         self._reruns: dict[tuple[int, int], tuple[dict, CallRerun | None]] = {}
@@ -186,6 +190,9 @@ class FileModel(RelevanceGate, CallContexts):
     def scope(self, function: cst.FunctionDef | cst.Lambda, enclosing: list) -> ScopeResult:
         """The interpretation of `function` the rules see: with what the file's calls pass
         to it (`contexts.py`) where they pass anything the analysis can use."""
+        if enclosing and type(enclosing[0]) is cst.FunctionDef and id(function) not in self.closures:
+            # a nested function: the walk of the function around it records what it closes over
+            self.scope(enclosing[0], enclosing[1:])
         if type(function) is cst.FunctionDef and not self._module_running and self._takes_context(function):
             found = self._specialized.get(id(function))
             if found is not None:
@@ -475,6 +482,32 @@ class FileModel(RelevanceGate, CallContexts):
                 and (name := dotted_name(node.func.value)) is not None
             )
         return self._formatted
+
+    def settled_before(self, function: cst.FunctionDef, name: str, node: cst.CSTNode) -> bool:
+        """Is every binding of `name` in `function` before `node` (a nested `def`), so that
+        the nested function, called after it is defined, sees the value it had there?"""
+        spans = self._binding_spans.get(id(function))
+        if spans is None:
+            spans = {}
+            for statement in statements(function.body, enter_definitions=False):
+                targets: list[cst.BaseExpression] = []
+                if type(statement) is cst.Assign:
+                    targets = [t.target for t in statement.targets]
+                elif type(statement) in (cst.AnnAssign, cst.AugAssign, cst.For):
+                    targets = [statement.target]
+                elif type(statement) is cst.With:
+                    targets = [item.asname.name for item in statement.items if item.asname is not None]
+                elif type(statement) in (cst.FunctionDef, cst.ClassDef):
+                    targets = [statement.name]
+                span = self.ctx.tree.span(statement)
+                for target in targets:
+                    for bound in bound_names(target):
+                        spans.setdefault(bound, []).append(span)
+            self._binding_spans[id(function)] = spans
+        at = self.ctx.tree.span(node)
+        if at is None:
+            return False
+        return all(span is not None and span[1] <= at[0] for span in spans.get(name, ()))
 
     def assigned_names(self, function: cst.FunctionDef) -> frozenset[str]:
         """The names `function`'s body assigns (a parameter only where it is rebound)."""
