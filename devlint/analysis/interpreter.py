@@ -22,6 +22,7 @@ from devlint.analysis.lattice import (
     HOST_ARRAY,
     TENSOR_ITEMS,
     EMPTY_LIST,
+    NO_ITEMS,
     NONE,
     OTHER,
     UNKNOWN,
@@ -1061,6 +1062,11 @@ class ScopeEvaluator(TorchCalls):
             return replace(value, zero_dim=None, element=True)
         if value.kind is Kind.UNKNOWN and value.device.known:
             return self.unpacked(value)  # the items of a module's output live where it ran
+        if value.items is not None and value.items is not NO_ITEMS and value.items.tensor_like:
+            return replace(value.items, elements=None)  # `for out in outputs:` of a list built here
+        if value.holds_accel and value.kind is Kind.OTHER and value.elements is None:
+            # `for h in all_hiddens:` of a list that got accelerator tensors: each may be one
+            return AbstractValue(maybe_accel=True)
         if id(expr) in self.generated:
             return self.generated[id(expr)]
         if type(expr) is cst.Call:
