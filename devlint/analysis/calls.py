@@ -636,8 +636,8 @@ class TorchCalls:
             # `MNIST(root, transform=ToTensor())`: `ds[i]` is a CPU tensor and its label
             transform = keyword_arg(node, "transform")
             made = self.result.values.get(id(transform.value), UNKNOWN) if transform is not None else UNKNOWN
-            if made.transform == "cpu":
-                return AbstractValue(Kind.OTHER, transform=TENSOR_ITEMS)
+            if made.transform == "cpu" and not self.model.set_from_outside("transform"):
+                return AbstractValue(Kind.OTHER, transform=TENSOR_ITEMS)  # (`ds.transform = ...` may move)
             return UNKNOWN
         if qualified.startswith("torchaudio.transforms.") and qualified.rsplit(".", 1)[-1][:1].isupper():
             # `Resample(sr, target)`, `MelSpectrogram(...)`: modules whose buffers (kernels,
@@ -755,14 +755,16 @@ class TorchCalls:
         """Submodule `attr` of a model of the file's class, built in `__init__` and left
         alone after: where the model is (`model.to(device)` moved it too)."""
         cls = self.model.classes.get(model.instance_of)
-        if cls is None or self.model.method(cls, attr) is not None or self.model.places_itself(cls):
+        if cls is None or self.model.method(cls, attr) is not None:
+            return None
+        value = self.model.summary(cls).get(attr)
+        if value is None or not value.is_module or not value.holds_params or self.model.places_itself(cls):
             return None
         changed = self.model.changed_after_init(cls)
         if changed is None or attr in changed or self.model.touched_outside(attr):
             return None
-        value = self.model.summary(cls).get(attr)
-        if value is None or not value.is_module or not value.holds_params:
-            return None
+        if self.model.walks_submodules():
+            return None  # `for m in net.modules(): ... m.cpu()` may have sent it elsewhere
         return replace(value, device=model.device, origin=model.origin, source=model.source, how=model.how,
                        maybe_accel=model.maybe_accel, instance_of="")  # fmt: skip
 
@@ -871,9 +873,24 @@ class TorchCalls:
             return False
         if type(expr) is cst.Name:
             if type(self.scope) is cst.Module:
-                return expr.value in state.env
+                return expr.value in state.env and self._host_made(self.module_sources.get(expr.value))
             return expr.value in self.locals and expr.value not in self.params
         return type(expr) is cst.Call and type(expr.func) is cst.Attribute and self.qualified(expr.func) is None
+
+    def _host_made(self, source: cst.BaseExpression | None) -> bool:
+        """Was a module-level name bound by code that was given nothing on a device: no
+        tensor that may be on one, no `device=` (`ids = tokenizer.encode(prompt).ids`, not
+        `feats = model.encode_text(tokens)` nor `extract(images, device=device)`)?"""
+        if source is None:
+            return False
+        for node in self.model.ctx.tree.walk(source):
+            if type(node) is cst.Arg:
+                if node.keyword is not None and node.keyword.value == "device":
+                    return False
+                value = self.result.values.get(id(node.value), UNKNOWN)
+                if value.device.is_accel or value.maybe_accel or not (value.kind is Kind.OTHER or value.device.is_cpu):
+                    return False
+        return True
 
     def _factory_zero_dim(self, qualified: str, node: cst.Call) -> bool | None:
         """True for `torch.tensor(3.0)` and `torch.zeros(())`, False when the sizes show

@@ -223,6 +223,7 @@ class ScopeEvaluator(TorchCalls):
         self.shadowed = self.locals | self.outer
         self._loops: list[tuple[list[State], list[State]]] = []
         self._trying = 0  # `try` statements around the walk
+        self.module_sources: dict[str, cst.BaseExpression] = {}  # a module body's names: their last value
         if type(scope) is cst.FunctionDef:
             self._setup_function(scope)
 
@@ -470,6 +471,8 @@ class ScopeEvaluator(TorchCalls):
                     self.move_aliases(key, old, replace(value, kind=Kind.UNKNOWN), state)
         elif type(node) is cst.Assign:
             value = self.eval(node.value, state)
+            if type(self.scope) is cst.Module and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name:
+                self.module_sources[node.targets[0].target.value] = node.value  # see `host_made`
             if value.items is not None and type(node.value) is cst.Name:
                 # `store = logits`: one list under two names, filled through either
                 value = replace(value, items=None)
@@ -728,8 +731,13 @@ class ScopeEvaluator(TorchCalls):
         names = {}
         for inner in self.model.ctx.tree.walk(node.body):
             if type(inner) is cst.Name and inner.value in state.env and inner.value not in names:
+                value = state.env[inner.value]
+                if (value.is_module or value.kind is Kind.UNKNOWN) and not value.device.is_accel:
+                    continue  # a model may still be moved in place after the `def` (`G.to(device)`)
                 if self.model.settled_before(self.scope, inner.value, node):
-                    names[inner.value] = state.env[inner.value]
+                    names[inner.value] = value
+        for name in self.model.nonlocal_names(self.scope):
+            names.pop(name, None)  # a sibling nested function may rebind it
         self.model.closures[id(node)] = (specialized, names)
 
     def stmt_ClassDef(self, node: cst.ClassDef, state: State) -> State:
@@ -1062,11 +1070,12 @@ class ScopeEvaluator(TorchCalls):
             return replace(value, zero_dim=None, element=True)
         if value.kind is Kind.UNKNOWN and value.device.known:
             return self.unpacked(value)  # the items of a module's output live where it ran
-        if value.items is not None and value.items is not NO_ITEMS and value.items.tensor_like:
-            return replace(value.items, elements=None)  # `for out in outputs:` of a list built here
-        if value.holds_accel and value.kind is Kind.OTHER and value.elements is None:
-            # `for h in all_hiddens:` of a list that got accelerator tensors: each may be one
-            return AbstractValue(maybe_accel=True)
+        items = value.items
+        if items is not None and items is not NO_ITEMS:
+            if items.tensor_like and items.device.is_accel:  # `for out in outputs:` of device tensors
+                return replace(items, elements=None)
+            if items.kind is Kind.OTHER and items.holds_accel:  # `for pair in hiddens:` of lists of them
+                return items
         if id(expr) in self.generated:
             return self.generated[id(expr)]
         if type(expr) is cst.Call:
@@ -1388,7 +1397,13 @@ class ScopeEvaluator(TorchCalls):
         if value.holds_accel and value.kind is Kind.OTHER and value.elements is None:
             return value  # an item of a dict of lists that got accelerator tensors may hold one
         if value.kind is Kind.UNKNOWN and (value.device.known or value.maybe_accel):
-            return self.unpacked(value)  # `preds[s]` of a module's outputs: where it ran
+            found = self.unpacked(value)  # `preds[s]` of a module's outputs: where it ran
+            if found.device.known and all(  # `preds[i]` with a number: maybe 0-dim
+                type(e.slice) is cst.Index and not self.result.values.get(id(e.slice.value), UNKNOWN).tensor_like
+                for e in node.slice
+            ):
+                found = replace(found, element=True)
+            return found
         if value.elements is not None and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:
             position = _literal_int(node.slice[0].slice.value)
             if position is not None and -len(value.elements) <= position < len(value.elements):

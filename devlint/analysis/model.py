@@ -125,6 +125,8 @@ class FileModel(RelevanceGate, CallContexts):
         # that the enclosing function binds once, as they are where it is defined)
         self.closures: dict[int, tuple[bool, dict[str, AbstractValue]]] = {}
         self._binding_spans: dict[int, dict[str, list]] = {}  # see `settled_before`
+        self._nonlocals: dict[int, frozenset[str]] = {}  # see `nonlocal_names`
+        self._walks_submodules: bool | None = None  # see `walks_submodules`
         self._formatted: frozenset[str] | None = None  # see `formatted_on_device`
         # see `rerun_for_call`: by call and the caller's values (kept, so that their id stays theirs)
         self._reruns: dict[tuple[int, int], tuple[dict, CallRerun | None]] = {}
@@ -482,6 +484,27 @@ class FileModel(RelevanceGate, CallContexts):
                 and (name := dotted_name(node.func.value)) is not None
             )
         return self._formatted
+
+    def walks_submodules(self) -> bool:
+        """Does the file reach submodules other than by attribute (`net.modules()`,
+        `net.get_submodule("emb")`, `net._modules[...]`, `net.apply(f)`)? Then any of them
+        may have been moved on its own."""
+        if self._walks_submodules is None:
+            self._walks_submodules = any(
+                type(node) is cst.Attribute and node.attr.value in _SUBMODULE_WALKS for node in self.ctx.tree.nodes
+            )
+        return self._walks_submodules
+
+    def nonlocal_names(self, function: cst.FunctionDef) -> frozenset[str]:
+        """The names functions nested in `function` declare `nonlocal` (and so may rebind)."""
+        found = self._nonlocals.get(id(function))
+        if found is None:
+            names = set()
+            for node in self.ctx.tree.walk(function.body):
+                if type(node) is cst.Nonlocal:
+                    names.update(item.name.value for item in node.names)
+            found = self._nonlocals[id(function)] = frozenset(names)
+        return found
 
     def settled_before(self, function: cst.FunctionDef, name: str, node: cst.CSTNode) -> bool:
         """Is every binding of `name` in `function` before `node` (a nested `def`), so that
@@ -1242,6 +1265,9 @@ def _on_self(attribute: cst.Attribute) -> bool:
 
 _NOT_HOLDING = frozenset({"deepcopy", "copy", "isinstance", "id", "print", "len", "str", "repr", "type", "hasattr"})
 _HANDED = -1  # in `_attribute_setters`: `<x>.<attr>` handed on as a value somewhere
+_SUBMODULE_WALKS = frozenset(
+    {"modules", "children", "named_modules", "named_children", "get_submodule", "_modules", "apply"}
+)
 _HANDED_BY_SELF = -2  # `self.<attr>` handed on (`return self.Q`)
 
 

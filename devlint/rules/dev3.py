@@ -364,7 +364,7 @@ class OptimizerBeforeMove(Rule):
         analysis = DeviceAnalysis.of(self.ctx)
         line = analysis.line_of(node)
         for model in sorted(models):
-            move = _later_move(analysis, scope, model, line)
+            move = _later_move(analysis, scope, model, line, node)
             if move is not None:
                 message = (
                     f"optimizer `{analysis.code(node, 50)}` is built from `{model}`'s parameters before "
@@ -399,7 +399,7 @@ class OptimizerBeforeMove(Rule):
             return
         functions = self.ctx.functions()
         scope = functions[0].body if functions else self.ctx.module
-        move = _later_move(analysis, scope, model, analysis.line_of(node))
+        move = _later_move(analysis, scope, model, analysis.line_of(node), node)
         if move is not None:
             message = (
                 f"`{analysis.code(node, 50)}` builds an optimizer from `{model}`'s parameters before "
@@ -417,7 +417,10 @@ class OptimizerBeforeMove(Rule):
             params = {p.name.value for p in (*function.params.posonly_params, *function.params.params)}
             built: dict[str, str] = {}  # optimizer locals -> the parameter they came from
             found = None
+            moved = set()  # parameters the helper moves itself (`model.to(device)` first)
             for node in self.ctx.tree.walk_scope(function):
+                if type(node) is cst.Call and _method_name(node) in _MOVES and type(node.func.value) is cst.Name:
+                    moved.add(node.func.value.value)
                 if type(node) is cst.Assign and type(node.value) is cst.Call:
                     owner = self._optimizer_over(node.value, params)
                     if owner is not None:
@@ -430,7 +433,7 @@ class OptimizerBeforeMove(Rule):
                     if owner is None and type(value) is cst.Call:
                         owner = self._optimizer_over(value, params)
                     found = owner if found in (None, owner) else ""
-            self._factories[key] = found or None
+            self._factories[key] = None if not found or found in moved else found
         return self._factories[key]
 
     def _optimizer_over(self, call: cst.Call, params: set[str]) -> str | None:
@@ -658,8 +661,35 @@ def _moves_model(analysis: DeviceAnalysis, receiver: cst.BaseExpression, model: 
     return False
 
 
-def _later_move(analysis: DeviceAnalysis, scope: cst.CSTNode, model: str, line: int) -> cst.Call | None:
-    """The first move of `model` after `line` in this scope, unless it is rebound first."""
+def _off_path(tree: Tree, scope: cst.CSTNode, first: cst.CSTNode, later: cst.CSTNode) -> bool:
+    """Is `later` never run after `first`: in the other arm of an `if` of `scope`, or after
+    an `if` whose arm holding `first` ends in `return` or `raise`?"""
+    a, b = tree.span(first), tree.span(later)
+    if a is None or b is None:
+        return False
+    for statement in tree.walk_scope(scope):
+        if type(statement) is not cst.If:
+            continue
+        body = tree.span(statement.body)
+        orelse = tree.span(statement.orelse) if statement.orelse is not None else None
+        if body is None:
+            continue
+        inside = body[0] <= a[0] < body[1]
+        if inside and orelse is not None and orelse[0] <= b[0] < orelse[1]:
+            return True
+        if orelse is not None and orelse[0] <= a[0] < orelse[1] and body[0] <= b[0] < body[1]:
+            return True
+        if inside and not body[0] <= b[0] < body[1]:
+            last = statement.body.body[-1] if statement.body.body else None
+            if type(last) is cst.SimpleStatementLine and type(last.body[-1]) in (cst.Return, cst.Raise):
+                return True
+    return False
+
+
+def _later_move(analysis: DeviceAnalysis, scope: cst.CSTNode, model: str, line: int,
+                origin: cst.CSTNode | None = None) -> cst.Call | None:  # fmt: skip
+    """The first move of `model` after `line` in this scope, unless it is rebound first
+    (or, given the optimizer's `origin`, one that never runs after it)."""
     moves = []
     rebinds = []
     wrapped: set[int] = set()  # the targets of `model = DataParallel(model)`: the same parameters
@@ -673,6 +703,11 @@ def _later_move(analysis: DeviceAnalysis, scope: cst.CSTNode, model: str, line: 
         elif type(node) is cst.Assign and _wraps_itself(analysis, node, model):
             wrapped.update(id(t) for t in node.targets)
     after = [m for m in moves if analysis.line_of(m) > line]
+    if origin is not None:
+        tree = analysis.ctx.tree
+        after = [m for m in after if not _off_path(tree, scope, origin, m)]
+        if any(analysis.line_of(m) < line and not _off_path(tree, scope, m, origin) for m in moves):
+            return None  # moved first on this path: a later move is not the first
     if not after:
         return None
     first = min(after, key=analysis.line_of)
