@@ -533,7 +533,10 @@ class UnregisteredSubmodules(Rule):
     ## What it does
     Checks for modules (or parameters) that an `nn.Module`'s `__init__` keeps in a plain
     `list`, `tuple` or `dict` attribute: `self.heads = [nn.Linear(h, 1) for _ in range(n)]`,
-    or `self.layers = []` then `self.layers.append(nn.Conv2d(...))`.
+    or `self.layers = []` then `self.layers.append(nn.Conv2d(...))`. Items may go through
+    a weight initialiser that returns what it is given (`init_(nn.Linear(h, 1))`), and a
+    list may come in as a parameter that every construction in the file fills with one
+    (`Ensemble([NetA(), NetB()])`, stored as `self.members = members`).
 
     ## Why is this bad?
     PyTorch registers a submodule only when it is assigned to the module directly or held

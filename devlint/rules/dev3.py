@@ -301,9 +301,13 @@ class OptimizerBeforeMove(Rule):
     Checks for optimizers built from `model.parameters()` before `model` is moved in the same scope.
 
     An optimizer is a `torch.optim` class, or a local subclass of `torch.optim.Optimizer`
-    (directly or through local bases). Its parameters may come through a helper given
-    the model's parts (`params_of(net.backbone, nn.Conv2d)`), and the move may be of a
-    wrapper (`net = DataParallel(net).cuda()`).
+    (directly or through local bases), or a function of the file that returns one built
+    from its parameter's parameters (`create_optimizer(cfg, model)`). Its parameters may
+    come through a helper given the model's parts (`params_of(net.backbone, nn.Conv2d)`),
+    a method named for them (`model.get_basenet_params()`) or a list of parameter groups
+    bound to a name, and the move may be of a wrapper (`net = DataParallel(net).cuda()`).
+    A move in the other arm of an `if`, after an arm that returned, or after the model
+    was already moved once on the path, is not the first move.
 
     ## Why is this bad?
     PyTorch's documentation asks for the move first: the optimizer keeps references to
