@@ -877,7 +877,8 @@ class ScopeEvaluator(TorchCalls):
             container = self.eval(target.value, state)
             for element in target.slice:
                 self._eval_slice(element, state)
-            self._check_index(target, container)
+            # (no index check: writing through an index moves it to the tensor's device, as
+            # `AdvancedIndex` does for `index_put_`)
             if (container.kind is Kind.BATCH or container.source is Source.LOADER) and dotted_name(target.value):
                 # `inputs[k] = inputs[k].to(device)`: the batch's entries are where the code puts them
                 self.bind(target.value, UNKNOWN, state)
@@ -1364,8 +1365,7 @@ class ScopeEvaluator(TorchCalls):
 
     def _check_index(self, node: cst.Subscript, value: AbstractValue) -> None:
         """Indexing with a CPU index or mask is legal: the result lives with the indexed
-        tensor. A CPU tensor indexed by an accelerator index or mask fails, read or
-        written (`target[0][top_class] = 1`)."""
+        tensor. A CPU tensor read at an accelerator index or mask fails."""
         if value.is_tensor and value.device.is_cpu:
             for element in node.slice:
                 if type(element.slice) is cst.Index:
