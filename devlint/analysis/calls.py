@@ -560,6 +560,8 @@ class TorchCalls:
         if module.stateless and layer not in T.MIXED_INPUT_LAYERS:
             # a loss is an operation on its inputs, and no CPU scalar may join them
             self._check_operands(node, tensors, elementwise=False)
+            if id(node) not in self.result.conflicts:
+                self._check_maybe_operands(node, tensors)
         elif torch_layer and len(tensors) > 1:
             self._check_operands(node, tensors, elementwise=False)  # `self.lstm(x, (h0, c0))`
         known = [o.value for o in tensors if o.value.device.known]
@@ -1261,6 +1263,28 @@ class TorchCalls:
             rank_matters = value.zero_dim is not False if elementwise else value.zero_dim is True
             if value.device.is_cpu and not rank_matters:
                 self._conflict(Conflict(node, operand, named[0]))
+                return
+
+    def _check_maybe_operands(self, node: cst.CSTNode, operands: list[Operand]) -> None:
+        """`loss_fn(model(x), labels)` with a model moved on some paths only (`if num_gpus
+        == 1: model.to("cuda")`): its output may be on the accelerator, and labels the
+        tokenizer, a loader or a factory made on the CPU fail there. Not under an `if` on
+        a device choice (the labels may well follow the same choice)."""
+        if any(_names_a_device_choice(self.model.ctx.tree, test) for test in self.tests):
+            return
+        maybe = [o for o in operands if o.value.maybe_accel and not o.value.device.known]
+        if not maybe or any(o.value.device.is_accel for o in operands):
+            return
+        for operand in operands:
+            value = operand.value
+            if (
+                value.device.is_cpu
+                and value.zero_dim is not True
+                and value.source in (Source.LOADER, Source.NUMPY, Source.FACTORY)
+                and not _names_lengths(operand.expr)
+            ):
+                other = Operand(maybe[0].expr, replace(maybe[0].value, device=accel(None), maybe_accel=True))
+                self._conflict(Conflict(node, operand, other))
                 return
 
     def _check_inplace(self, node: cst.CSTNode, output: Operand, inputs: list[Operand]) -> None:

@@ -1396,6 +1396,10 @@ class ScopeEvaluator(TorchCalls):
             return replace(OTHER, elements=(tensor, UNKNOWN))
         if value.holds_accel and value.kind is Kind.OTHER and value.elements is None:
             return value  # an item of a dict of lists that got accelerator tensors may hold one
+        if value.kind is Kind.UNKNOWN and (value.device.known or value.maybe_accel) and _tensor_indexing(node):
+            # `logits[..., :-1, :]`: only a tensor takes several indices, and it stays where it is
+            return AbstractValue(Kind.TENSOR, value.device, None, value.origin, value.source, value.how,
+                                 maybe_accel=value.maybe_accel)  # fmt: skip
         if value.kind is Kind.UNKNOWN and (value.device.known or value.maybe_accel):
             found = self.unpacked(value)  # `preds[s]` of a module's outputs: where it ran
             if found.device.known and all(  # `preds[i]` with a number: maybe 0-dim
@@ -1481,6 +1485,16 @@ def _none_tested(node: cst.If) -> str | None:
     if target.comparator.value != "None" or type(test.left) is not cst.Name:
         return None
     return test.left.value
+
+
+def _tensor_indexing(node: cst.Subscript) -> bool:
+    """`x[..., 0]`, `x[:, 1:]`, `x[None]`: indexing only a tensor (or an array) takes."""
+    if len(node.slice) > 1:
+        return True
+    inner = node.slice[0].slice
+    return type(inner) is cst.Index and (
+        type(inner.value) is cst.Ellipsis or (type(inner.value) is cst.Name and inner.value.value == "None")
+    )
 
 
 def _keeps_a_dimension(node: cst.Subscript) -> bool:
