@@ -561,7 +561,12 @@ class TorchCalls:
             # a loss is an operation on its inputs, and no CPU scalar may join them
             self._check_operands(node, tensors, elementwise=False)
             if id(node) not in self.result.conflicts:
-                self._check_maybe_operands(node, tensors)
+                maybe = [
+                    Operand(a.value, v)
+                    for a, v in zip(node.args, args)
+                    if not a.star and v.maybe_accel and v.kind is Kind.UNKNOWN and not v.device.known
+                ]  # `loss_fn(model(x), y)`: a model's output where the model may have moved
+                self._check_maybe_operands(node, tensors + maybe)
         elif torch_layer and len(tensors) > 1:
             self._check_operands(node, tensors, elementwise=False)  # `self.lstm(x, (h0, c0))`
         known = [o.value for o in tensors if o.value.device.known]
