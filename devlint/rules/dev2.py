@@ -719,12 +719,12 @@ class UnregisteredSubmodules(Rule):
                     self._calls_by_name.setdefault(node.func.value, []).append(node)
         return self._calls_by_name
 
-    def _passed_through(self, call: cst.Call) -> cst.BaseExpression | None:
+    def _passed_through(self, call: cst.Call, depth: int = 0) -> cst.BaseExpression | None:
         """The argument of `call` that the called function returns as it is: weight
         initialisers such as `def init(module, ...): ...; return module`, or a lambda of
         the method around the call, `init_ = lambda m: init(m, ...)`."""
-        if type(call.func) is not cst.Name:
-            return None
+        if type(call.func) is not cst.Name or depth > 3:
+            return None  # (lambdas that call each other end here)
         name = call.func.value
         analysis = DeviceAnalysis.of(self.ctx)
         function = analysis.model.callee(name)
@@ -736,7 +736,7 @@ class UnregisteredSubmodules(Rule):
             params = [p.name.value for p in lam.params.params]
             returned = _returned_name(lam.body, params) if type(lam.body) is cst.Name else None
             if returned is None and type(lam.body) is cst.Call:
-                inner = self._passed_through(lam.body) if lam.body.func is not call.func else None
+                inner = self._passed_through(lam.body, depth + 1)
                 returned = inner.value if type(inner) is cst.Name and inner.value in params else None
         else:
             return None
