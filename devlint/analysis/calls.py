@@ -542,18 +542,10 @@ class TorchCalls:
             and module.maybe_accel
             and layer not in (T.MOVES_INPUTS, T.MOVES_INPUTS_WHEN_MOVED)
             and not self.model.moves_its_input(module.instance_of)
-            and not any(_names_a_device_choice(self.model.ctx.tree, test) for test in self.tests)
+            and not self._under_device_choice()
         ):
-            # (under `if not args.cuda:` the model may well be where the tensor is: the same
-            # choice as the move's, most likely)
-            # (sequence lengths go in on the CPU, as with a model known to be moved)
-            for operand in [o for o in tensors if not _names_lengths(o.expr)]:
-                value = operand.value
-                if (
-                    value.device.is_cpu
-                    and value.zero_dim is not True
-                    and value.source in (Source.LOADER, Source.NUMPY, Source.FACTORY)
-                ):
+            for operand in tensors:
+                if _unmoved_host_tensor(operand):
                     module_side = Operand(node.func, replace(module, device=accel(None)))
                     self._conflict(Conflict(node, operand, module_side, "module"))
                     break
@@ -1275,22 +1267,21 @@ class TorchCalls:
         == 1: model.to("cuda")`): its output may be on the accelerator, and labels the
         tokenizer, a loader or a factory made on the CPU fail there. Not under an `if` on
         a device choice (the labels may well follow the same choice)."""
-        if any(_names_a_device_choice(self.model.ctx.tree, test) for test in self.tests):
+        if self._under_device_choice():
             return
         maybe = [o for o in operands if o.value.maybe_accel and not o.value.device.known]
         if not maybe or any(o.value.device.is_accel for o in operands):
             return
         for operand in operands:
-            value = operand.value
-            if (
-                value.device.is_cpu
-                and value.zero_dim is not True
-                and value.source in (Source.LOADER, Source.NUMPY, Source.FACTORY)
-                and not _names_lengths(operand.expr)
-            ):
+            if _unmoved_host_tensor(operand):
                 other = Operand(maybe[0].expr, replace(maybe[0].value, device=accel(None), maybe_accel=True))
                 self._conflict(Conflict(node, operand, other))
                 return
+
+    def _under_device_choice(self) -> bool:
+        """Is the walk under an `if` on a device choice (`if not args.cuda:`)? A model moved
+        on some paths may well be where a tensor is there: the same choice as the move's."""
+        return any(_names_a_device_choice(self.model.ctx.tree, test) for test in self.tests)
 
     def _check_inplace(self, node: cst.CSTNode, output: Operand, inputs: list[Operand]) -> None:
         """`out op= x`: the output's device decides; a CPU output takes no accelerator
@@ -1325,6 +1316,19 @@ _READING_BUILTINS = frozenset(
     {"len", "print", "sum", "min", "max", "any", "all", "zip", "enumerate", "iter", "list", "tuple",
      "sorted", "reversed", "map", "filter", "isinstance", "str", "repr"}
 )  # fmt: skip
+
+
+def _unmoved_host_tensor(operand: Operand) -> bool:
+    """A tensor a loader, the host (NumPy, a tokenizer) or a factory made on the CPU, not
+    0-dim and no sequence lengths (which go in on the CPU): what fails where a model moved
+    on some paths only is on the accelerator."""
+    value = operand.value
+    return (
+        value.device.is_cpu
+        and value.zero_dim is not True
+        and value.source in (Source.LOADER, Source.NUMPY, Source.FACTORY)
+        and not _names_lengths(operand.expr)
+    )
 
 
 def _legacy_rank(node: cst.Call) -> bool | None:

@@ -1381,10 +1381,7 @@ class ScopeEvaluator(TorchCalls):
         if value.kind in (Kind.TENSOR, Kind.BATCH):
             zero_dim = False if value.kind is Kind.BATCH or _keeps_a_dimension(node) else None
             # `best[i]` with a number: one dimension less, maybe none left (an `item`)
-            reduced = zero_dim is None and all(
-                type(e.slice) is cst.Index and not self.result.values.get(id(e.slice.value), UNKNOWN).tensor_like
-                for e in node.slice
-            )
+            reduced = zero_dim is None and self._indexed_by_numbers(node)
             return AbstractValue(Kind.TENSOR, value.device, zero_dim, value.origin, value.source, value.how,
                                  maybe_accel=value.maybe_accel, element=reduced or value.element)  # fmt: skip
         if value.kind is Kind.MODULE:
@@ -1402,17 +1399,21 @@ class ScopeEvaluator(TorchCalls):
                                  maybe_accel=value.maybe_accel)  # fmt: skip
         if value.kind is Kind.UNKNOWN and (value.device.known or value.maybe_accel):
             found = self.unpacked(value)  # `preds[s]` of a module's outputs: where it ran
-            if found.device.known and all(  # `preds[i]` with a number: maybe 0-dim
-                type(e.slice) is cst.Index and not self.result.values.get(id(e.slice.value), UNKNOWN).tensor_like
-                for e in node.slice
-            ):
-                found = replace(found, element=True)
+            if found.device.known and self._indexed_by_numbers(node):
+                found = replace(found, element=True)  # `preds[i]` with a number: maybe 0-dim
             return found
         if value.elements is not None and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:
             position = _literal_int(node.slice[0].slice.value)
             if position is not None and -len(value.elements) <= position < len(value.elements):
                 return value.elements[position]  # `hidden[0]` of `return h, c`
         return UNKNOWN
+
+    def _indexed_by_numbers(self, node: cst.Subscript) -> bool:
+        """`x[i]`, `x[i, j]`: every index a plain value, none a slice or a tensor."""
+        values = self.result.values
+        return all(
+            type(e.slice) is cst.Index and not values.get(id(e.slice.value), UNKNOWN).tensor_like for e in node.slice
+        )
 
     def _eval_slice(self, element: cst.SubscriptElement, state: State) -> None:
         inner = element.slice

@@ -26,6 +26,7 @@ from devlint.analysis.lattice import (
     accel,
 )
 from devlint.analysis.tree import (
+    assignment_targets,
     bound_names,
     call_parameters,
     decorator_names,
@@ -513,14 +514,8 @@ class FileModel(RelevanceGate, CallContexts):
         if spans is None:
             spans = {}
             for statement in statements(function.body, enter_definitions=False):
-                targets: list[cst.BaseExpression] = []
-                if type(statement) is cst.Assign:
-                    targets = [t.target for t in statement.targets]
-                elif type(statement) in (cst.AnnAssign, cst.AugAssign, cst.For):
-                    targets = [statement.target]
-                elif type(statement) is cst.With:
-                    targets = [item.asname.name for item in statement.items if item.asname is not None]
-                elif type(statement) in (cst.FunctionDef, cst.ClassDef):
+                targets = assignment_targets(statement)
+                if type(statement) in (cst.FunctionDef, cst.ClassDef):
                     targets = [statement.name]
                 span = self.ctx.tree.span(statement)
                 for target in targets:
@@ -536,17 +531,12 @@ class FileModel(RelevanceGate, CallContexts):
         """The names `function`'s body assigns (a parameter only where it is rebound)."""
         found = self._assigned_names.get(id(function))
         if found is None:
-            names: set[str] = set()
-            for node in statements(function.body, enter_definitions=False):
-                if type(node) is cst.Assign:
-                    for target in node.targets:
-                        names.update(bound_names(target.target))
-                elif type(node) in (cst.AnnAssign, cst.AugAssign, cst.For):
-                    names.update(bound_names(node.target))
-                elif type(node) is cst.With:
-                    for item in node.items:
-                        if item.asname is not None:
-                            names.update(bound_names(item.asname.name))
+            names = {
+                name
+                for node in statements(function.body, enter_definitions=False)
+                for target in assignment_targets(node)
+                for name in bound_names(target)
+            }
             found = self._assigned_names[id(function)] = frozenset(names)
         return found
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from devlint.analysis.tree import bound_names, dotted_name, statements
+from devlint.analysis.tree import assignment_targets, bound_names, dotted_name, statements
 
 
 class ImportTable:
@@ -85,19 +85,12 @@ def local_bindings(function: cst.FunctionDef | cst.Lambda) -> frozenset[str]:
     imported: set[str] = set()
     for node in statements(function.body, enter_definitions=False):
         node_type = type(node)
-        if node_type is cst.Assign:
-            for target in node.targets:
-                names.update(bound_names(target.target))
-        elif node_type in (cst.AnnAssign, cst.AugAssign, cst.For):
-            names.update(bound_names(node.target))
-        elif node_type in (cst.Import, cst.ImportFrom):
+        for target in assignment_targets(node):
+            names.update(bound_names(target))
+        if node_type in (cst.Import, cst.ImportFrom):
             imported.update(_import_names(node))
         elif node_type in (cst.FunctionDef, cst.ClassDef):
             names.add(node.name.value)
-        elif node_type is cst.With:
-            for item in node.items:
-                if item.asname is not None:
-                    names.update(bound_names(item.asname.name))
         elif node_type is cst.ExceptHandler and node.name is not None:
             names.update(bound_names(node.name.name))
     # (an assignment expression `(torch := ...)` inside an expression is not seen: rare)

@@ -386,6 +386,28 @@ def parameter_named(function: cst.FunctionDef | cst.Lambda, name: str) -> cst.Pa
     return next((p for p in every if p.name.value == name), None)
 
 
+def in_other_arms(body: tuple[int, int], orelse: tuple[int, int], a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """One of the spans `a`, `b` in the spans of an `if`'s body, the other in its `else`."""
+
+    def inside(arm: tuple[int, int], span: tuple[int, int]) -> bool:
+        return arm[0] <= span[0] < arm[1]
+
+    return (inside(body, a) and inside(orelse, b)) or (inside(orelse, a) and inside(body, b))
+
+
+def assignment_targets(statement: cst.CSTNode) -> list[cst.BaseExpression]:
+    """What a statement assigns to: the targets of `=`, `: T =`, `+=`, a `for` and the
+    `as` of a `with` (names, tuples, attributes or subscripts)."""
+    statement_type = type(statement)
+    if statement_type is cst.Assign:
+        return [t.target for t in statement.targets]
+    if statement_type in (cst.AnnAssign, cst.AugAssign, cst.For):
+        return [statement.target]
+    if statement_type is cst.With:
+        return [item.asname.name for item in statement.items if item.asname is not None]
+    return []
+
+
 def bound_names(target: cst.BaseExpression) -> Iterator[str]:
     """Names bound by an assignment target (`a`, `a, (b, *c)`), not attributes."""
     if type(target) is cst.Name:

@@ -15,7 +15,7 @@ from devlint.analysis import device_tables
 from devlint.analysis.checkpoints import STATE, CheckpointUses
 from devlint.analysis.devices import DeviceAnalysis
 from devlint.analysis.lattice import Conflict, Source
-from devlint.analysis.tree import Tree, children, dotted_name
+from devlint.analysis.tree import Tree, children, dotted_name, in_other_arms
 from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore
 from devlint.rules.base import Rule
 
@@ -678,12 +678,9 @@ def _off_path(tree: Tree, scope: cst.CSTNode, first: cst.CSTNode, later: cst.CST
         orelse = tree.span(statement.orelse) if statement.orelse is not None else None
         if body is None:
             continue
-        inside = body[0] <= a[0] < body[1]
-        if inside and orelse is not None and orelse[0] <= b[0] < orelse[1]:
+        if orelse is not None and in_other_arms(body, orelse, a, b):
             return True
-        if orelse is not None and orelse[0] <= a[0] < orelse[1] and body[0] <= b[0] < body[1]:
-            return True
-        if inside and not body[0] <= b[0] < body[1]:
+        if body[0] <= a[0] < body[1] and not body[0] <= b[0] < body[1]:
             last = statement.body.body[-1] if statement.body.body else None
             if type(last) is cst.SimpleStatementLine and type(last.body[-1]) in (cst.Return, cst.Raise):
                 return True

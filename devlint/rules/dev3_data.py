@@ -12,7 +12,7 @@ from devlint.analysis import device_tables
 from devlint.analysis.devices import DeviceAnalysis
 from devlint.analysis.guards import accelerator_type
 from devlint.analysis.literals import torch_device_call
-from devlint.analysis.tree import dotted_name, keyword_arg, string_value
+from devlint.analysis.tree import dotted_name, in_other_arms, keyword_arg, string_value
 from devlint.fix.plan import FixPlan, InsertAfter
 from devlint.rules.base import Rule
 
@@ -389,7 +389,7 @@ class LoaderUnderAcceleratorDefault(Rule):
             if statement.orelse is None:
                 continue
             body, orelse = tree.span(statement.body), tree.span(statement.orelse)
-            if body is not None and orelse is not None and _in_arms(body, orelse, a, b):
+            if body is not None and orelse is not None and in_other_arms(body, orelse, a, b):
                 return True
         return False
 
@@ -446,7 +446,7 @@ class LoaderUnderAcceleratorDefault(Rule):
             if not span[0] <= a[0] < span[1]:
                 return False  # only under a condition of its own
             body, orelse = tree.span(statement.body), tree.span(statement.orelse) if statement.orelse else None
-            if body is not None and orelse is not None and _in_arms(body, orelse, a, b):
+            if body is not None and orelse is not None and in_other_arms(body, orelse, a, b):
                 return False  # the other arm of the same `if`
         return True
 
@@ -963,15 +963,6 @@ class AcceleratorTensorInDataset(Rule):
             if qualified == "torch.device" and value.args and type(value.args[0].value) is cst.IfExp:
                 return self._names_accelerator_value(value.args[0].value, names)
         return type(value) is cst.Name and value.value in names
-
-
-def _in_arms(body: tuple[int, int], orelse: tuple[int, int], a: tuple[int, int], b: tuple[int, int]) -> bool:
-    """One of the spans `a`, `b` in the `if`'s body, the other in its `else`."""
-
-    def inside(arm: tuple[int, int], span: tuple[int, int]) -> bool:
-        return arm[0] <= span[0] < arm[1]
-
-    return (inside(body, a) and inside(orelse, b)) or (inside(orelse, a) and inside(body, b))
 
 
 def _resolve(order: list[cst.ClassDef], name: str) -> tuple[cst.ClassDef, cst.FunctionDef] | None:
