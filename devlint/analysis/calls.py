@@ -436,15 +436,11 @@ class TorchCalls:
         positional = [(a, v) for a, v in zip(node.args, args) if a.keyword is None and not a.star]
         if len(positional) >= 2 and positional[0][1].is_module:
             module = positional[0][1]
-            example = positional[1]
-            tensors = [example[1]] if example[1].tensor_like else []
-            if module.holds_params and module.device.known and tensors:
-                value = tensors[0]
-                if value.zero_dim is not True and disagree(module.device, value.device):
-                    module_side = Operand(positional[0][0].value, module)
-                    operand = Operand(example[0].value, value)
-                    cpu, other = (module_side, operand) if module.device.is_cpu else (operand, module_side)
-                    self._conflict(Conflict(node, cpu, other, "module"))
+            example, value = positional[1]
+            if module.holds_params and module.device.known and value.tensor_like:
+                self._check_module_inputs(
+                    node, Operand(positional[0][0].value, module), [Operand(example.value, value)]
+                )
             # they neither move nor keep the model: `torch.jit.trace` gives a module where it is
             return replace(module, origin=node, how="") if module.holds_params else OTHER
         return UNKNOWN
@@ -525,12 +521,7 @@ class TorchCalls:
                 tensors = tensors[:1] + [o for o in tensors[1:] if not _names_lengths(o.expr)]
             if self.model.moves_its_input(module.instance_of):
                 tensors = []  # its `forward` puts its input where it wants it (`x = x.to(self.device)`)
-            for operand in tensors:
-                if operand.value.zero_dim is not True and disagree(module.device, operand.value.device):
-                    module_side = Operand(node.func, module)
-                    cpu, other = (module_side, operand) if module.device.is_cpu else (operand, module_side)
-                    self._conflict(Conflict(node, cpu, other, "module"))
-                    break
+            self._check_module_inputs(node, Operand(node.func, module), tensors)
             returns = self.model.forward_returns(module.instance_of) if module.instance_of else ""
             if returns == "other":
                 return UNKNOWN  # `out, lengths = encoder(x, n)`: the lengths are on the CPU
@@ -1276,6 +1267,16 @@ class TorchCalls:
             if _unmoved_host_tensor(operand):
                 other = Operand(maybe[0].expr, replace(maybe[0].value, device=accel(None), maybe_accel=True))
                 self._conflict(Conflict(node, operand, other))
+                return
+
+    def _check_module_inputs(self, node: cst.CSTNode, module_side: Operand, inputs: list[Operand]) -> None:
+        """A model on a known device given tensors: the first not where it is (a 0-dim one
+        excepted) fails the call."""
+        device = module_side.value.device
+        for operand in inputs:
+            if operand.value.zero_dim is not True and disagree(device, operand.value.device):
+                cpu, other = (module_side, operand) if device.is_cpu else (operand, module_side)
+                self._conflict(Conflict(node, cpu, other, "module"))
                 return
 
     def _under_device_choice(self) -> bool:

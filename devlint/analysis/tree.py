@@ -426,6 +426,16 @@ def keyword_arg(call: cst.Call, name: str) -> cst.Arg | None:
     return None
 
 
+def argument_for(call: cst.Call, keyword: str, position: int | None) -> cst.Arg | None:
+    """The argument that fills a parameter: by its name, else (given its position among
+    the positional ones) by position."""
+    found = keyword_arg(call, keyword)
+    if found is not None or position is None:
+        return found
+    positional = [a for a in call.args if a.keyword is None]
+    return positional[position] if position < len(positional) else None
+
+
 def positional_args(call: cst.Call) -> list[cst.Arg]:
     return [a for a in call.args if a.keyword is None and not a.star]
 

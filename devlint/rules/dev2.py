@@ -7,7 +7,7 @@ import libcst as cst
 from devlint.analysis import device_tables
 from devlint.analysis.devices import DeviceAnalysis
 from devlint.analysis.lattice import Conflict, Operand, Source
-from devlint.analysis.tree import Tree, bound_names, dotted_name, parameter_named
+from devlint.analysis.tree import Tree, argument_for, bound_names, dotted_name, parameter_named
 from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore, Replace, ReplaceUpTo
 from devlint.rules.base import Rule
 
@@ -697,14 +697,10 @@ class UnregisteredSubmodules(Rule):
             return None  # also registered another way (`nn.Sequential(*blocks)`, `add_module` in a loop)
         kinds = set()
         for call in self._constructions().get(cls.name.value, ()):
-            passed = None
-            for position, arg in enumerate(call.args):
-                if arg.star:
-                    return None
-                if (arg.keyword is not None and arg.keyword.value == name) or (
-                    arg.keyword is None and name in params and position == params.index(name)
-                ):
-                    passed = arg.value
+            if any(arg.star for arg in call.args):
+                return None
+            found = argument_for(call, name, params.index(name) if name in params else None)
+            passed = found.value if found is not None else None
             if type(passed) not in (cst.List, cst.Tuple, cst.ListComp):
                 return None  # a dict would need a `ModuleDict`; a name, who knows
             kinds.add(self._held(passed))
@@ -742,16 +738,10 @@ class UnregisteredSubmodules(Rule):
             return None
         if returned is None or returned not in params:
             return None
-        index = params.index(returned)
-        for position, arg in enumerate(call.args):
-            if arg.star:
-                return None
-            if arg.keyword is not None:
-                if arg.keyword.value == returned:
-                    return arg.value
-            elif position == index:
-                return arg.value
-        return None
+        if any(arg.star for arg in call.args):
+            return None
+        found = argument_for(call, returned, params.index(returned))
+        return found.value if found is not None else None
 
     def _local_lambda(self, name: str) -> cst.Lambda | None:
         """The lambda bound to `name` once in the function being walked."""

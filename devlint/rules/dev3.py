@@ -15,7 +15,7 @@ from devlint.analysis import device_tables
 from devlint.analysis.checkpoints import STATE, CheckpointUses
 from devlint.analysis.devices import DeviceAnalysis
 from devlint.analysis.lattice import Conflict, Source
-from devlint.analysis.tree import Tree, children, dotted_name, in_other_arms
+from devlint.analysis.tree import Tree, argument_for, children, dotted_name, in_other_arms
 from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore
 from devlint.rules.base import Rule
 
@@ -389,16 +389,11 @@ class OptimizerBeforeMove(Rule):
         param = self._optimizer_factory(function)
         if param is None:
             return
+        if any(arg.star for arg in node.args):
+            return
         names = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
-        argument = None
-        for position, arg in enumerate(node.args):
-            if arg.star:
-                return
-            if (arg.keyword is not None and arg.keyword.value == param) or (
-                arg.keyword is None and position < len(names) and names[position] == param
-            ):
-                argument = arg.value
-        model = dotted_name(argument) if argument is not None else None
+        argument = argument_for(node, param, names.index(param))
+        model = dotted_name(argument.value) if argument is not None else None
         if model is None:
             return
         functions = self.ctx.functions()

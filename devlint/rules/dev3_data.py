@@ -12,7 +12,7 @@ from devlint.analysis import device_tables
 from devlint.analysis.devices import DeviceAnalysis
 from devlint.analysis.guards import accelerator_type
 from devlint.analysis.literals import torch_device_call
-from devlint.analysis.tree import dotted_name, in_other_arms, keyword_arg, string_value
+from devlint.analysis.tree import argument_for, dotted_name, in_other_arms, keyword_arg, string_value
 from devlint.fix.plan import FixPlan, InsertAfter
 from devlint.rules.base import Rule
 
@@ -24,14 +24,6 @@ _DEFAULT_TENSOR_TYPE = "torch.set_default_tensor_type"
 _LOADER_POSITIONS = {"shuffle": 2, "sampler": 3, "batch_sampler": 4}
 _LOADER_GENERATOR_POSITION = 12
 _SAMPLER_GENERATOR_POSITION = 3  # RandomSampler(data_source, replacement, num_samples, generator)
-
-
-def _argument(call: cst.Call, keyword: str, position: int | None) -> cst.Arg | None:
-    found = keyword_arg(call, keyword)
-    if found is not None or position is None:
-        return found
-    positional = [a for a in call.args if a.keyword is None]
-    return positional[position] if position < len(positional) else None
 
 
 def _class_body(cls: cst.ClassDef) -> list[cst.CSTNode]:
@@ -171,7 +163,7 @@ class LoaderUnderAcceleratorDefault(Rule):
                 return
             made = "`DataLoader(..., shuffle=True)`"
         elif qualified in _RANDOM_SAMPLERS:
-            if _has_star(node) or _argument(node, "generator", _SAMPLER_GENERATOR_POSITION) is not None:
+            if _has_star(node) or argument_for(node, "generator", _SAMPLER_GENERATOR_POSITION) is not None:
                 return
             made = "`RandomSampler(...)`"
         else:
@@ -200,11 +192,11 @@ class LoaderUnderAcceleratorDefault(Rule):
         self.report(node, message, self._fix(node, setting, helper or caller))
 
     def _shuffles(self, node: cst.Call) -> bool:
-        if self._may_pass_a_generator(node) or _argument(node, "generator", _LOADER_GENERATOR_POSITION) is not None:
+        if self._may_pass_a_generator(node) or argument_for(node, "generator", _LOADER_GENERATOR_POSITION) is not None:
             return False
-        if _argument(node, "sampler", 3) is not None or _argument(node, "batch_sampler", 4) is not None:
+        if argument_for(node, "sampler", 3) is not None or argument_for(node, "batch_sampler", 4) is not None:
             return False  # a sampler of its own: reported at the RandomSampler, if it is one
-        shuffle = _argument(node, "shuffle", _LOADER_POSITIONS["shuffle"])
+        shuffle = argument_for(node, "shuffle", _LOADER_POSITIONS["shuffle"])
         return shuffle is not None and type(shuffle.value) is cst.Name and shuffle.value.value == "True"
 
     def _may_pass_a_generator(self, node: cst.Call) -> bool:
@@ -575,7 +567,7 @@ class AcceleratorTensorInDataset(Rule):
                 self._report(node, function, "`.cuda()`")
                 return
             if func.attr.value == "to":
-                target = _argument(node, "device", 0)
+                target = argument_for(node, "device", 0)
                 if target is not None and self._is_accelerator(target.value, cls, function):
                     self._report(node, function, f"`.to({self.source_of(target.value)})`")
                 return
@@ -653,7 +645,7 @@ class AcceleratorTensorInDataset(Rule):
                     nodes = self.ctx.tree.walk_scope(scope)
                     bound = module if scope is self.ctx.module else {**module, **_assignments(nodes)}
                     for loader in (n for n in nodes if type(n) is cst.Call and self._names_loader(n.func)):
-                        dataset = _argument(loader, "dataset", 0)
+                        dataset = argument_for(loader, "dataset", 0)
                         workers = keyword_arg(loader, "num_workers")
                         if workers is None and any(a.star == "**" for a in loader.args):
                             workers = loader.args[-1]  # `**kwargs` may hold `num_workers`
@@ -700,7 +692,7 @@ class AcceleratorTensorInDataset(Rule):
             names: set[str] = set()
             if classes:
                 for loader, bound in self._worker_loaders():
-                    dataset = _argument(loader, "dataset", 0)
+                    dataset = argument_for(loader, "dataset", 0)
                     for call in _calls_of(dataset.value if dataset else None, bound):
                         for keyword in ("transform", "target_transform", "transforms"):
                             given = keyword_arg(call, keyword)
@@ -924,7 +916,7 @@ class AcceleratorTensorInDataset(Rule):
             for node in self.ctx.tree.walk_scope(scope):
                 if type(node) is not cst.Call or type(node.func) is not cst.Name or node.func.value != cls.name.value:
                     continue
-                passed = _argument(node, value.value, params.index(value.value) if value.value in params else None)
+                passed = argument_for(node, value.value, params.index(value.value) if value.value in params else None)
                 if passed is None and _has_star(node):
                     return False
                 given = passed.value if passed is not None else defaults.get(value.value)
