@@ -27,6 +27,7 @@ from devlint.analysis.model import ANALYSIS_BUDGET
 from devlint.fix.binding import BindingService
 from devlint.config import Config
 from devlint.diagnostics import Diagnostic, Fix, Safety
+from devlint.fast_parse import parse_module
 from devlint.fix.apply import apply_edits, plan_to_edits, select_compatible
 from devlint.rules import all_rules
 from devlint.locate import positions_of
@@ -307,33 +308,6 @@ def _nesting_depth(text: str) -> int:
     except (tokenize.TokenError, SyntaxError):
         pass
     return deepest
-
-
-_VALIDATE = cst.CSTNode.__dict__.get("__post_init__")
-
-
-def _trust_parsed_nodes(node: cst.CSTNode) -> None:
-    """What `CSTNode.__post_init__` does while the parser builds a tree: nothing."""
-
-
-def parse_module(text: str) -> cst.Module:
-    """`libcst.parse_module`, without validating each node as the parser builds it.
-
-    Every libcst node checks its own fields when it is constructed (`__post_init__`
-    calls `_validate`), which catches hand-built nodes with bad whitespace; the parser's
-    nodes are valid by construction, and those checks are about a seventh of a parse
-    (libcst's own note in `CSTNode.__post_init__` says as much). The check is lifted
-    for the length of the call only: the nodes a fix builds are validated as always,
-    and parsing runs on the one deep thread (`run_deep`), so no other devlint code builds
-    nodes meanwhile. A libcst without that hook parses as before.
-    """
-    if _VALIDATE is None:
-        return cst.parse_module(text)
-    cst.CSTNode.__post_init__ = _trust_parsed_nodes
-    try:
-        return cst.parse_module(text)
-    finally:
-        cst.CSTNode.__post_init__ = _VALIDATE
 
 
 def _libcst_parse(text: str, verdict: _PythonVerdict) -> cst.Module | _SyntaxProblem:
