@@ -379,9 +379,25 @@ class TorchCalls:
                 returned = self.model.returns_with_self(function, own, values, attributes)
                 if returned is not None:
                     return self.model.at_call(function, returned, values, bound)
+        returned = UNKNOWN if summary.returns is None else self.model.at_call(function, summary.returns, values, bound)
+        accelerated = any(v.is_tensor and v.device.is_accel for v in values.values())
+        if (
+            not bound
+            and not self.phase1
+            and _tensors_given(values)
+            and (not returned.device.known or (returned.device.is_cpu and accelerated))
+        ):
+            # `rescale(img, (0, 255), (-1, 1))`: what the body computes from a tensor it is
+            # given is where that tensor is. A CPU result for any caller (a CPU factory
+            # times a parameter) is not one for a caller passing an accelerator tensor.
+            given = self.model.returns_with_self(function, None, values, {})
+            if given is not None and given.device.known:
+                return self.model.at_call(function, given, values, bound)
+            if returned.device.is_cpu and accelerated:
+                returned = replace(returned, device=UNKNOWN_DEVICE, origin=None, how="")
+                return returned if summary.returns is not None else None
         if summary.returns is None:
             return None
-        returned = self.model.at_call(function, summary.returns, values, bound)
         through = self.model.passed_on(function)
         if through is not None:
             returned = self._passed_on(returned, through, values)
@@ -923,7 +939,20 @@ class TorchCalls:
         size = sizes[0]
         if type(size) in (cst.Tuple, cst.List):
             return not size.elements
-        return False if _is_int_expr(size) else None
+        if _is_int_expr(size):
+            return False
+        # `torch.randn(mu.shape)`, `torch.zeros(x.size())`: the rank of `mu`, of `x`
+        shaped = size.value if type(size) is cst.Attribute and size.attr.value == "shape" else None
+        if (
+            type(size) is cst.Call
+            and type(size.func) is cst.Attribute
+            and size.func.attr.value == "size"
+            and not size.args
+        ):
+            shaped = size.func.value
+        if shaped is not None:
+            return self.result.values.get(id(shaped), UNKNOWN).zero_dim
+        return None
 
     def _torch_op(self, qualified: str, node: cst.Call, args: list[AbstractValue]) -> AbstractValue:
         operands: list[Operand] = []
@@ -1187,6 +1216,8 @@ class TorchCalls:
             return replace(receiver, zero_dim=True, is_parameter=False)
         if name in T.SHAPE_KEEPING:
             return replace(receiver, is_parameter=False)
+        if name in T.AT_LEAST_ONE_DIM or (name in T.SIZED_VIEWS and _given_sizes(positional)):
+            return replace(receiver, zero_dim=False, is_parameter=False)
         return replace(receiver, zero_dim=None, is_parameter=False)
 
     # -- device expressions ------------------------------------------------------------
@@ -1399,6 +1430,14 @@ def is_true_arg(arg: cst.Arg | None) -> bool:
     return arg is not None and not (type(arg.value) is cst.Name and arg.value.value in ("False", "None"))
 
 
+def _given_sizes(positional: list[cst.Arg]) -> bool:
+    """`view(b, -1)`, `expand(n, d)`, `permute(0, 2, 1)`: sizes or dimensions given, none
+    of them an empty shape (`view(())` is 0-dim) or a starred list."""
+    if not positional or any(a.star for a in positional):
+        return False
+    return all(type(a.value) not in (cst.Tuple, cst.List) or bool(a.value.elements) for a in positional)
+
+
 def _is_int_expr(expr: cst.BaseExpression) -> bool:
     """`3`, `x.size(0)`, `x.shape[1]`, `len(xs)`, `int(n)` and arithmetic on them."""
     if type(expr) is cst.Integer:
@@ -1420,3 +1459,8 @@ def _host_tensors(node: cst.Call) -> bool:
     Hugging Face tokenizers and processors take): they are made in host memory."""
     arg = keyword_arg(node, "return_tensors")
     return arg is not None and type(arg.value) is cst.SimpleString and arg.value.value[1:-1] == "pt"
+
+
+def _tensors_given(values: dict[str, AbstractValue]) -> bool:
+    """Is a tensor on a known device among a call's arguments?"""
+    return any(v.is_tensor and v.device.known for v in values.values())

@@ -393,6 +393,20 @@ def is_hf_trainer(qualified: str) -> bool:
 MODEL_CLASS_PACKAGES = ("torchvision.models.",)
 
 
+def is_library_model_class(qualified: str) -> bool:
+    """`transformers.PreTrainedModel`, `transformers.models.roberta.modeling_roberta
+    .RobertaPreTrainedModel`, `transformers.BertModel`, `diffusers.ModelMixin`: classes
+    of model libraries that are `nn.Module`s (a class deriving from one is a module)."""
+    if qualified.startswith("diffusers."):
+        return qualified.rsplit(".", 1)[-1] == "ModelMixin"
+    if not qualified.startswith("transformers."):
+        return False
+    name = qualified.rsplit(".", 1)[-1]
+    if any(part in name for part in ("Tokenizer", "Config", "Processor", "FeatureExtractor", "Output", "Mixin")):
+        return False
+    return name.endswith("Model") or "For" in name
+
+
 def is_pretrained_model(qualified: str) -> bool:
     """`transformers.BertModel.from_pretrained`, `transformers.T5ForConditionalGeneration
     .from_pretrained`: a Hugging Face model class loading weights (not a tokenizer,
@@ -497,5 +511,14 @@ SHAPE_KEEPING = frozenset(
         "triu", "tril", "flip", "roll", "masked_fill", "clamp", "clip",
     }
 )  # fmt: skip
+
+# Tensor methods whose result has at least one dimension: always (`unsqueeze`, `flatten`),
+# or whenever they are given sizes or dimensions (`view(b, -1)`, `expand(n, d)`).
+AT_LEAST_ONE_DIM = frozenset({"unsqueeze", "flatten", "atleast_1d", "atleast_2d", "atleast_3d"})
+SIZED_VIEWS = frozenset({"view", "reshape", "expand", "repeat", "permute", "tile", "broadcast_to", "new_ones",
+                         "new_zeros", "new_empty", "new_full"})  # fmt: skip
+
+# `isinstance(x, torch.Tensor)`: what an arm guarded so knows `x` to be.
+TENSOR_CLASSES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 
 PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})

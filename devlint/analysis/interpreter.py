@@ -560,7 +560,14 @@ class ScopeEvaluator(TorchCalls):
         self._branches += 1
         self.tests.append(node.test)
         try:
-            body = self.block(node.body, state.copy())
+            inside = state.copy()
+            narrowed = self._tensor_instance_test(node.test)
+            if narrowed is not None:
+                # `if isinstance(s, torch.Tensor): s.to(device)`: in that arm `s` is a tensor
+                value = self.lookup(narrowed, inside)
+                if value.kind is Kind.UNKNOWN:
+                    inside.set(narrowed, replace(value, kind=Kind.TENSOR))
+            body = self.block(node.body, inside)
             orelse = state
             if node.orelse is not None:
                 if type(node.orelse) is cst.If:
@@ -592,6 +599,17 @@ class ScopeEvaluator(TorchCalls):
             ):
                 joined.set(name, made)  # `global model; if model is None: model = Net()`: what the first call built
         return joined
+
+    def _tensor_instance_test(self, test: cst.BaseExpression) -> str | None:
+        """The name `isinstance(name, torch.Tensor)` asks about, if that is the test."""
+        if type(test) is not cst.Call or type(test.func) is not cst.Name or test.func.value != "isinstance":
+            return None
+        if test.func.value in self.locals or len(test.args) != 2 or any(a.keyword or a.star for a in test.args):
+            return None
+        subject, kind = test.args[0].value, test.args[1].value
+        if type(subject) is not cst.Name or self.qualified(kind) not in T.TENSOR_CLASSES:
+            return None
+        return subject.value
 
     def _accelerated_branch(self, test: cst.BaseExpression) -> str | None:
         """Which branch of `if test:` runs only where an accelerator is present ("body"
@@ -839,8 +857,15 @@ class ScopeEvaluator(TorchCalls):
         """A module's parameters, buffers and submodules are where the module is: known
         in a method the file calls on a moved model (`model.sample(x)`)."""
         own = self.params.get(self.self_name) if self.self_name is not None else None
-        if own is None or not own.is_module or not own.device.known or value.device.known:
+        if own is None or not own.is_module or value.device.known:
             return value
+        if not own.device.known:
+            # in `forward(self, x)` the module is where `x` is (SPEC §4), and so are its own
+            # parameters and buffers: `self.mu + torch.randn(shape)` fails once it is moved
+            inputs = self._input_devices()
+            if not inputs or not value.is_tensor:
+                return value
+            own = replace(own, device=inputs[0], origin=None, source=Source.PARAMETER, how="")
         changed = self.model.changed_after_init(self.cls)
         if changed is None or attr in changed:
             return value  # a method moves it elsewhere (`self.encoder.to("cpu")`) or replaces it
@@ -850,6 +875,16 @@ class ScopeEvaluator(TorchCalls):
             registered = self.model.registered_names(self.cls)
             owned = registered is not None and attr in registered and value.kind is Kind.TENSOR
         return replace(value, device=own.device, origin=own.origin, source=own.source, how=own.how) if owned else value
+
+    def _input_devices(self) -> list[Device]:
+        """The devices of a module method's tensor parameters (`accel(x.device)`)."""
+        if not self.is_module_method:
+            return []
+        return [
+            value.device
+            for name, value in self.params.items()
+            if name != self.self_name and value.is_tensor and value.source is Source.PARAMETER and value.device.is_accel
+        ]
 
     def lookup(self, key: str, state: State) -> AbstractValue:
         value = state.env.get(key)

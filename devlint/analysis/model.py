@@ -352,26 +352,34 @@ class FileModel(RelevanceGate, CallContexts):
             return None
         return self.generic_scope(function, [])
 
-    def returns_with_self(self, function: cst.FunctionDef, own: AbstractValue, arguments: dict[str, AbstractValue],
-                          names: dict[str, AbstractValue]) -> AbstractValue | None:  # fmt: skip
+    def returns_with_self(self, function: cst.FunctionDef, own: AbstractValue | None,
+                          arguments: dict[str, AbstractValue], names: dict[str, AbstractValue]) -> AbstractValue | None:  # fmt: skip
         """What `self.m(...)` returns where the calling method runs with `self` on a known
         device (a method called on a moved model): `m` interpreted for this one call, with
-        that `self` and these arguments. None where that cannot be asked (a call back into a
-        running scope, a decorator that may change the result, the time budget spent)."""
+        that `self` and these arguments. With `own` None, a function of the file called
+        with these arguments (`rescale(img, ...)`, which returns what it computes from
+        `img`). None where that cannot be asked (a call back into a running scope, a
+        decorator that may change the result, the time budget spent)."""
         if id(function) in self._running or self.out_of_time() or self._per_call > 0 or self._per_calls > 200:
             return None  # not nested, and a few hundred per file at most
-        me = self_name(function)  # none for a static or class method
-        if me is None or not decorator_names(function) <= _TRANSPARENT_DECORATORS or function.asynchronous is not None:
+        if not decorator_names(function) <= _TRANSPARENT_DECORATORS or function.asynchronous is not None:
             return None
         passed = {name: value for name, value in arguments.items() if matters(value)}
-        passed[me] = own
-        # `self.<attr>`s the calling method knows (a caller's `model.device = device`)
-        names = {f"{me}.{attr}": value for attr, value in names.items()}
+        if own is not None:
+            me = self_name(function)  # none for a static or class method
+            if me is None:
+                return None
+            passed[me] = own
+            # `self.<attr>`s the calling method knows (a caller's `model.device = device`)
+            names = {f"{me}.{attr}": value for attr, value in names.items()}
         self._running.add(id(function))
         self._per_call += 1
         self._per_calls += 1
         try:
-            return ScopeEvaluator(self, function, [], context=CallContext(passed, names)).run().returns
+            result = ScopeEvaluator(self, function, [], context=CallContext(passed, names)).run()
+            if own is None and result.conflicts:
+                return None  # it fails inside with these arguments (reported there): its result says nothing
+            return result.returns
         finally:
             self._per_call -= 1
             self._running.discard(id(function))
@@ -718,7 +726,9 @@ class FileModel(RelevanceGate, CallContexts):
         for arg in node.bases:
             qualified = self.qualify(arg.value, frozenset())
             if qualified is not None and (
-                qualified in T.MODULE_BASES or qualified.startswith(("torch.nn.", *T.MODEL_CLASS_PACKAGES))
+                qualified in T.MODULE_BASES
+                or qualified.startswith(("torch.nn.", *T.MODEL_CLASS_PACKAGES))
+                or T.is_library_model_class(qualified)
             ):
                 answer = True
                 break
