@@ -83,6 +83,11 @@ class CheckpointUses:
                 if type(comprehension) in (cst.DictComp, cst.ListComp, cst.GeneratorExp):
                     return self._use_of(comprehension, depth)
                 return None
+            loop = parents.get(id(call))
+            if parent.attr.value in ("items", "values") and type(loop) is cst.For and loop.iter is call:
+                # `for k, v in ckpt.items(): renamed[k[7:]] = v`: what the copy is used as
+                copy = _copied_into(loop, parent.attr.value)
+                return self._name_use(self._scope_of(loop), copy, depth) if copy else None
             return self._use_of(call, depth) if parent.attr.value in _SAME_KIND else None
         if type(parent) is cst.Call and parent.func is child:
             return MODEL  # called: a whole model
@@ -179,6 +184,28 @@ class CheckpointUses:
                     parents[id(child)] = node
             self._parents = parents
         return self._parents
+
+
+def _copied_into(loop: cst.For, method: str) -> str | None:
+    """The dict a loop over `.items()` (or `.values()`) copies every value into under a
+    key of its own (`new[k[7:]] = v`), the only thing its body does with the value."""
+    target = loop.target
+    if method == "items":
+        if type(target) is not cst.Tuple or len(target.elements) != 2:
+            return None
+        target = target.elements[1].value
+    if type(target) is not cst.Name:
+        return None
+    copies = []
+    for stmt in loop.body.body if type(loop.body) is cst.IndentedBlock else ():
+        if type(stmt) is not cst.SimpleStatementLine:
+            return None
+        for small in stmt.body:
+            if type(small) is cst.Assign and len(small.targets) == 1 and type(small.value) is cst.Name:
+                copied = small.targets[0].target
+                if small.value.value == target.value and type(copied) is cst.Subscript:
+                    copies.append(dotted_name(copied.value))
+    return copies[0] if len(copies) == 1 else None
 
 
 def _callee_name(call: cst.CSTNode) -> str:

@@ -7,7 +7,7 @@ import libcst as cst
 from devlint.analysis import device_tables
 from devlint.analysis.devices import DeviceAnalysis
 from devlint.analysis.lattice import Conflict, Operand, Source
-from devlint.analysis.tree import Tree, argument_for, bound_names, dotted_name, parameter_named
+from devlint.analysis.tree import Tree, argument_for, bound_names, dotted_name, in_other_arms, parameter_named
 from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore, Replace, ReplaceUpTo
 from devlint.rules.base import Rule
 
@@ -107,10 +107,11 @@ class MixedDevices(Rule):
             if analysis.models_left_on_cpu().get(id(cpu.origin)):
                 return True  # the output of a model DEV301 finds left on the CPU
         origin = cpu.origin
-        if origin is not None and not analysis.in_current_scope(origin) and _self_attribute(conflict.cpu.expr):
+        if origin is not None and not analysis.in_current_scope(origin):
             cls = self.ctx.enclosing_class()
             if cls is not None and analysis.is_module_class(cls) and _inside(self.ctx.tree, origin, cls):
-                return True  # DEV204: a tensor attribute the module does not own
+                if _self_attribute(conflict.cpu.expr) or _assigned_to_self(self.ctx.tree, cls, origin):
+                    return True  # DEV204: a tensor attribute the module does not own
         return False
 
     def _message(self, analysis: DeviceAnalysis, conflict: Conflict) -> str:
@@ -305,8 +306,12 @@ class UnregisteredModuleTensor(Rule):
     """
     ## What it does
     Checks, in the `__init__` of an `nn.Module` subclass (also through local base
-    classes and Lightning), for `self.name = <tensor>` where the tensor is neither an
-    `nn.Parameter` nor registered as a buffer.
+    classes, Lightning, and Hugging Face `PreTrainedModel`s), for `self.name = <tensor>`
+    where the tensor is neither an `nn.Parameter` nor registered as a buffer. A class
+    that manages the attribute itself elsewhere (a cache rebuilt where the input is) is
+    left alone; a move or a promotion that only some constructions take (`if learn:
+    self.logvar = nn.Parameter(self.logvar)`, `if cfg.gpu: self.mean =
+    self.mean.cuda()`), or another arm of the same `if`, does not manage it.
 
     ## Why is this bad?
     `model.to(device)` moves parameters and buffers only: the plain tensor attribute
@@ -368,7 +373,9 @@ class UnregisteredModuleTensor(Rule):
         registered = analysis.registered_names(cls)
         if registered is None or attr in registered:
             return
-        if _other_assignments(self.ctx.tree, cls, target.value.value, attr, node):
+        others = _other_assignments(self.ctx.tree, cls, target.value.value, attr, node)
+        key = f"{target.value.value}.{attr}"
+        if [other for other in others if not _left_plain_on_some_path(self.ctx, method, node, other, key)]:
             return  # managed by the class itself (a cache rebuilt or moved elsewhere)
         self_name = target.value.value
         where = f"on {value.device}" if value.device.known else "where it was built"
@@ -431,6 +438,18 @@ def _self_attribute(expr: cst.BaseExpression) -> bool:
     while type(expr) is cst.Subscript or (type(expr) is cst.Attribute and expr.attr.value == "data"):
         expr = expr.value
     return type(expr) is cst.Attribute and type(expr.value) is cst.Name
+
+
+def _assigned_to_self(tree: Tree, cls: cst.ClassDef, value: cst.CSTNode) -> bool:
+    """Is `value` what `__init__` (or a method it calls) of `cls` assigns to a
+    `self.<attr>` (`torch.exp(self.logvar[t])` reads a tensor made so)?"""
+    for method in cls.body.body if type(cls.body) is cst.IndentedBlock else ():
+        if type(method) is not cst.FunctionDef or not _runs_at_construction(tree, method, cls):
+            continue
+        for node in tree.walk(method.body):
+            if type(node) is cst.Assign and node.value is value:
+                return any(type(t.target) is cst.Attribute and type(t.target.value) is cst.Name for t in node.targets)
+    return False
 
 
 def _inside(tree: Tree, node: cst.CSTNode, container: cst.CSTNode) -> bool:
@@ -499,6 +518,53 @@ def _is_none_test(test: cst.BaseExpression, key: str) -> bool:
             return False
         asked.append(dotted_name(part.left))
     return key in asked and None not in asked
+
+
+def _left_plain_on_some_path(ctx, method: cst.FunctionDef, node: cst.CSTNode, other: tuple, key: str) -> bool:
+    """Another assignment of the attribute in the same method that some constructions
+    skip, leaving the plain tensor of `node`: a move or a promotion of the tensor itself
+    under an `if` (`if config.is_gpu: self.mean = self.mean.cuda()`, `if learn:
+    self.logvar = nn.Parameter(self.logvar)`), or anything in another arm of the `if` that
+    makes the plain one (`if trainable: self.beta = Parameter(...) else: self.beta =
+    torch.zeros(1)`, a filter bank built one way or another). A move is not ownership
+    either way."""
+    stmt, value = other
+    if stmt is not method:
+        return False
+    itself = False
+    if (
+        type(value) is cst.Call
+        and type(value.func) is cst.Attribute
+        and value.func.attr.value in device_tables.MOVE_METHODS
+    ):
+        itself = dotted_name(value.func.value) == key
+    elif type(value) is cst.Call and (ctx.qualify(value.func) or "") in device_tables.PARAMETER_CLASSES and value.args:
+        itself = dotted_name(value.args[0].value) == key
+    tree = ctx.tree
+    if itself and _under_if(tree, method, value):
+        return True
+    spans = tree.span(node), tree.span(value)
+    if spans[0] is None or spans[1] is None:
+        return False
+    for candidate in tree.walk_scope(method):
+        if type(candidate) is cst.If and candidate.orelse is not None:
+            arms = tree.span(candidate.body), tree.span(candidate.orelse)
+            if arms[0] is not None and arms[1] is not None and in_other_arms(arms[0], arms[1], *spans):
+                return True
+    return False
+
+
+def _under_if(tree: Tree, method: cst.FunctionDef, node: cst.CSTNode) -> bool:
+    """Is `node` in an arm of an `if` of `method` (not of a nested function)?"""
+    spot = tree.span(node)
+    if spot is None:
+        return False
+    for candidate in tree.walk_scope(method):
+        if type(candidate) is cst.If:
+            span = tree.span(candidate)
+            if span is not None and span[0] < spot[0] < span[1]:
+                return True
+    return False
 
 
 def _reads_first(tree: Tree, method: cst.FunctionDef, key: str) -> bool:

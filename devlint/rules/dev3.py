@@ -14,7 +14,7 @@ import libcst as cst
 from devlint.analysis import device_tables
 from devlint.analysis.checkpoints import STATE, CheckpointUses
 from devlint.analysis.devices import DeviceAnalysis
-from devlint.analysis.lattice import Conflict, Source
+from devlint.analysis.lattice import Conflict, Operand, Source
 from devlint.analysis.tree import Tree, argument_for, children, dotted_name, in_other_arms
 from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore
 from devlint.rules.base import Rule
@@ -173,7 +173,9 @@ class BatchLeftOnCpu(Rule):
             for record in result.calls
             if id(record.call) in inside and id(record.call) not in result.conflicts
         )
-        for conflict in itertools.chain(result.conflicts.values(), passed):
+        for conflict in itertools.chain(
+            result.conflicts.values(), passed, self._inside_callees(analysis, result, inside)
+        ):
             if conflict is None:
                 continue
             cpu = conflict.cpu.value
@@ -183,6 +185,25 @@ class BatchLeftOnCpu(Rule):
                 continue
             self._report(analysis, node, conflict)
             return
+
+    def _inside_callees(self, analysis: DeviceAnalysis, result, inside: set[int]) -> Iterator[Conflict]:
+        """`for batch in loader: train_step(batch)`, the only call of `train_step`: the
+        batch meets the model in the helper's own interpretation (its call context), as
+        a conflict of the call."""
+        for record in result.calls:
+            if id(record.call) not in inside or type(record.callee) is not cst.FunctionDef:
+                continue
+            callee = analysis.scope(record.callee)
+            for conflict in callee.conflicts.values():
+                if conflict.cpu.value.source is Source.LOADER and conflict.kind != "index":
+                    batch = conflict.cpu
+                    if type(batch.expr) is cst.Name:  # named as the caller passes it
+                        params = [p.name.value for p in record.callee.params.params][1 if record.bound else 0 :]
+                        index = params.index(batch.expr.value) if batch.expr.value in params else None
+                        given = argument_for(record.call, batch.expr.value, index)
+                        if given is not None:
+                            batch = Operand(given.value, batch.value)
+                    yield Conflict(record.call, batch, conflict.other, "passed", inner=conflict.node)
 
     def _report(self, analysis: DeviceAnalysis, node: cst.For, conflict: Conflict) -> None:
         batch = analysis.code(conflict.cpu.expr, 40)
