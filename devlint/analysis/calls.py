@@ -468,7 +468,7 @@ class TorchCalls:
         A tensor the method builds on the CPU fails there once the module is moved; the
         layer's output is then taken where the layer is (what the fix makes it), so that
         what follows from it is not reported again."""
-        if layer.layer not in T.PARAMETER_LAYERS or not layer.holds_params:
+        if (layer.layer not in T.PARAMETER_LAYERS and layer.layer != "torch.nn.Sequential") or not layer.holds_params:
             return layer
         inputs = [
             value
@@ -600,6 +600,9 @@ class TorchCalls:
                             operands.append(Operand(element.value, item))
             elif value.tensor_like:
                 operands.append(Operand(inner, value))
+            elif packed and value.elements is not None:
+                # `self.lstm(x, self.hidden)` with `self.hidden = (h0, c0)` made elsewhere
+                operands += [Operand(inner, item) for item in value.elements if item.tensor_like]
         return operands
 
     # -- torch.* -----------------------------------------------------------------------
@@ -932,6 +935,13 @@ class TorchCalls:
             sizes = [positional[0].value] if positional else []
         else:
             sizes = [a.value for a in positional]
+        return self._sizes_zero_dim(sizes)
+
+    def _sizes_zero_dim(self, sizes: list[cst.BaseExpression]) -> bool | None:
+        """Is a tensor of these sizes (as a factory or `view` takes them) 0-dim? False for
+        numbers (`3, n`, `-1`) or a non-empty tuple, True for `()`; `mu.shape` and
+        `x.size()` give the rank of `mu`, of `x` (a module's input taken as having
+        dimensions); None for anything else (a name may hold `()`)."""
         if not sizes:
             return None
         if len(sizes) > 1:
@@ -939,7 +949,7 @@ class TorchCalls:
         size = sizes[0]
         if type(size) in (cst.Tuple, cst.List):
             return not size.elements
-        if _is_int_expr(size):
+        if _is_int_expr(size) or _is_negative_one(size):
             return False
         # `torch.randn(mu.shape)`, `torch.zeros(x.size())`: the rank of `mu`, of `x`
         shaped = size.value if type(size) is cst.Attribute and size.attr.value == "shape" else None
@@ -951,7 +961,10 @@ class TorchCalls:
         ):
             shaped = size.func.value
         if shaped is not None:
-            return self.result.values.get(id(shaped), UNKNOWN).zero_dim
+            value = self.result.values.get(id(shaped), UNKNOWN)
+            if value.zero_dim is None and value.is_tensor and value.source is Source.PARAMETER:
+                return False  # `torch.randn(x.shape)` in `forward(self, x)`
+            return value.zero_dim
         return None
 
     def _torch_op(self, qualified: str, node: cst.Call, args: list[AbstractValue]) -> AbstractValue:
@@ -1216,8 +1229,11 @@ class TorchCalls:
             return replace(receiver, zero_dim=True, is_parameter=False)
         if name in T.SHAPE_KEEPING:
             return replace(receiver, is_parameter=False)
-        if name in T.AT_LEAST_ONE_DIM or (name in T.SIZED_VIEWS and _given_sizes(positional)):
+        if name in T.AT_LEAST_ONE_DIM:
             return replace(receiver, zero_dim=False, is_parameter=False)
+        if name in T.SIZED_VIEWS and positional and not any(a.star for a in node.args):
+            zero_dim = self._sizes_zero_dim([a.value for a in positional])
+            return replace(receiver, zero_dim=zero_dim, is_parameter=False)
         return replace(receiver, zero_dim=None, is_parameter=False)
 
     # -- device expressions ------------------------------------------------------------
@@ -1402,16 +1418,21 @@ def _names_a_device_choice(tree, test: cst.BaseExpression) -> bool:
 
 
 def _names_lengths(expr: cst.BaseExpression) -> bool:
-    """`lengths`, `src_len`, `batch["length"]`, `text_lengths.long()`: sequence lengths,
-    which RNN packing wants on the CPU."""
+    """`lengths`, `src_len`, `batch["length"]`, `text_lengths.long()`, `input_sizes`:
+    sequence lengths, which RNN packing wants on the CPU."""
     while type(expr) is cst.Call and type(expr.func) is cst.Attribute:
         expr = expr.func.value
     if type(expr) is cst.Subscript and len(expr.slice) == 1 and type(expr.slice[0].slice) is cst.Index:
         key = string_value(expr.slice[0].slice.value)
         if key is not None:
-            return "len" in key.lower()
+            return _length_word(key)
     name = dotted_name(expr)
-    return name is not None and "len" in name.rsplit(".", 1)[-1].lower()
+    return name is not None and _length_word(name.rsplit(".", 1)[-1])
+
+
+def _length_word(name: str) -> bool:
+    name = name.lower()
+    return "len" in name or name.endswith("sizes")
 
 
 def _module_itself(expr: cst.BaseExpression) -> cst.BaseExpression:
@@ -1430,12 +1451,11 @@ def is_true_arg(arg: cst.Arg | None) -> bool:
     return arg is not None and not (type(arg.value) is cst.Name and arg.value.value in ("False", "None"))
 
 
-def _given_sizes(positional: list[cst.Arg]) -> bool:
-    """`view(b, -1)`, `expand(n, d)`, `permute(0, 2, 1)`: sizes or dimensions given, none
-    of them an empty shape (`view(())` is 0-dim) or a starred list."""
-    if not positional or any(a.star for a in positional):
-        return False
-    return all(type(a.value) not in (cst.Tuple, cst.List) or bool(a.value.elements) for a in positional)
+def _is_negative_one(expr: cst.BaseExpression) -> bool:
+    """`-1`, the size `view` and `expand` infer or keep."""
+    return (
+        type(expr) is cst.UnaryOperation and type(expr.operator) is cst.Minus and type(expr.expression) is cst.Integer
+    )
 
 
 def _is_int_expr(expr: cst.BaseExpression) -> bool:

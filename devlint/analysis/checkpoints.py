@@ -27,6 +27,8 @@ _MODEL_METHODS = frozenset(
 )  # fmt: skip
 # Entries only a training checkpoint has: `ckpt["optimizer"]` handed anywhere is one.
 _CHECKPOINT_KEYS = frozenset({"state_dict", "model_state_dict", "optimizer", "optimizer_state_dict", "optim"})
+# Entries of a training checkpoint (Lightning's among them): one edited in place is one.
+_TRAINING_KEYS = _CHECKPOINT_KEYS | {"hyper_parameters", "optimizer_states", "lr_schedulers", "global_step", "epoch"}
 # Calls that only look at a value (or write it out): an entry handed to one is no model.
 _LOOKING = frozenset({"print", "str", "repr", "format", "len", "isinstance", "type", "info", "debug", "warning",
                       "log", "plot", "append", "write", "dumps", "dump"})  # fmt: skip
@@ -71,6 +73,8 @@ class CheckpointUses:
                 child, parent = call, parents.get(id(call))
             else:
                 break
+        if type(parent) is cst.AssignTarget and entries & _TRAINING_KEYS:
+            return MODEL  # `ckpt["hyper_parameters"]["config"] = ...`: a training checkpoint edited
         if type(parent) is cst.Attribute and parent.value is child:
             call = parents.get(id(parent))
             if type(call) is not cst.Call or call.func is not parent:
@@ -97,9 +101,16 @@ class CheckpointUses:
             if use is None and entries & _CHECKPOINT_KEYS and _callee_name(call) not in _LOOKING:
                 return MODEL  # `Checkpoint(optimizer=ckpt["optimizer"])`: a training checkpoint's entry
             return use
+        if type(parent) is cst.DictElement and parent.value is child:
+            literal = parents.get(id(parent))  # `{path: ckpt}` handed on: what the dict is used as
+            return self._use_of(literal, depth) if type(literal) is cst.Dict else None
         if type(parent) in (cst.Assign, cst.AnnAssign) and parent.value is child:
             targets = [t.target for t in parent.targets] if type(parent) is cst.Assign else [parent.target]
-            found = [self._name_use(self._scope_of(parent), name, depth) for name in map(dotted_name, targets) if name]
+            names = [dotted_name(t) for t in targets]
+            for target in targets:  # `model, *_ = load_ensemble(...)`: each name bound
+                if type(target) in (cst.Tuple, cst.List):
+                    names += [dotted_name(e.value) for e in target.elements]
+            found = [self._name_use(self._scope_of(parent), name, depth) for name in names if name]
             return _strongest(found)
         if type(parent) is cst.Return and depth < _MAX_DEPTH:
             function = self._scope_of(parent)
@@ -111,6 +122,8 @@ class CheckpointUses:
         func = call.func
         if type(func) is cst.Attribute and func.attr.value == "load_state_dict":
             return STATE
+        if _callee_name(call).startswith(("load_", "set_")) and _callee_name(call).endswith("state_dict"):
+            return STATE  # `set_peft_model_state_dict(model, weights)`, timm's `load_state_dict(model, sd)`
         if type(func) is cst.Attribute and func.attr.value == "copy_" and _reads_state_dict(func.value):
             return STATE  # `model.state_dict()[k].copy_(ckpt[k])`: copied into the model wherever it is
         if type(func) is cst.Attribute and func.attr.value == "update" and depth < _MAX_DEPTH:
@@ -125,6 +138,11 @@ class CheckpointUses:
             # `transfer(model, torch.load(path))`: handed on with a model, by code not seen
             if any(a is not arg and self.analysis.value_of(a.value).is_module for a in call.args):
                 return MODEL
+        name = _callee_name(call).lower()
+        if function is None and depth < _MAX_DEPTH and arg.keyword is None and ("load" in name or "checkpoint" in name):
+            # `load_model_ensemble({path: ckpt})`: a library loader that makes a model of it
+            # (not `Net(config)` nor `from_pretrained(dir, args=args)` of a loaded namespace)
+            return MODEL if self._use_of(call, depth + 1) == MODEL else None
         return None
 
     # -- a name ----------------------------------------------------------------------

@@ -402,9 +402,13 @@ def is_library_model_class(qualified: str) -> bool:
     if not qualified.startswith("transformers."):
         return False
     name = qualified.rsplit(".", 1)[-1]
-    if any(part in name for part in ("Tokenizer", "Config", "Processor", "FeatureExtractor", "Output", "Mixin")):
-        return False
+    if name.startswith(("TF", "Flax")) or any(part in name for part in _NOT_MODEL_PARTS):
+        return False  # TensorFlow and Flax models, collators, pipelines, configurations...
     return name.endswith("Model") or "For" in name
+
+
+_NOT_MODEL_PARTS = ("Tokenizer", "Config", "Processor", "FeatureExtractor", "Output", "Mixin", "Collator",
+                    "Pipeline", "Trainer", "Callback", "Arguments", "Dataset")  # fmt: skip
 
 
 def is_pretrained_model(qualified: str) -> bool:
@@ -414,7 +418,7 @@ def is_pretrained_model(qualified: str) -> bool:
     if not qualified.startswith("transformers.") or not qualified.endswith(".from_pretrained"):
         return False
     name = qualified[len("transformers.") : -len(".from_pretrained")].rsplit(".", 1)[-1]
-    if any(part in name for part in ("Tokenizer", "Config", "Processor", "FeatureExtractor")):
+    if name.startswith(("TF", "Flax")) or any(part in name for part in _NOT_MODEL_PARTS):
         return False
     return "Model" in name or "For" in name
 

@@ -1222,7 +1222,11 @@ class ScopeEvaluator(TorchCalls):
             if value is not None and value.kind is Kind.DEVICE and value.device.known:
                 if not self.model.set_from_outside(attr):  # `cfg.device = device` in a helper
                     return replace(value, device=accel(key)) if value.device.is_accel else value
-        if receiver.kind is Kind.UNKNOWN and receiver.device.known and attr in T.TENSOR_VIEW_ATTRS:
+        if (
+            receiver.kind is Kind.UNKNOWN
+            and (receiver.device.known or receiver.maybe_accel)
+            and attr in T.TENSOR_VIEW_ATTRS
+        ):
             # `outputs.data` of a model's output: only a tensor has it, where the output is
             return replace(receiver, kind=Kind.TENSOR, is_parameter=False, elements=None, item=False)
         if attr == "device" and receiver.kind is Kind.UNKNOWN:

@@ -110,7 +110,9 @@ class MixedDevices(Rule):
         if origin is not None and not analysis.in_current_scope(origin):
             cls = self.ctx.enclosing_class()
             if cls is not None and analysis.is_module_class(cls) and _inside(self.ctx.tree, origin, cls):
-                if _self_attribute(conflict.cpu.expr) or _assigned_to_self(self.ctx.tree, cls, origin):
+                if (
+                    _self_attribute(conflict.cpu.expr) and _made_at_construction(self.ctx.tree, cls, origin)
+                ) or _assigned_to_self(self.ctx.tree, cls, origin):
                     return True  # DEV204: a tensor attribute the module does not own
         return False
 
@@ -307,11 +309,13 @@ class UnregisteredModuleTensor(Rule):
     ## What it does
     Checks, in the `__init__` of an `nn.Module` subclass (also through local base
     classes, Lightning, and Hugging Face `PreTrainedModel`s), for `self.name = <tensor>`
-    where the tensor is neither an `nn.Parameter` nor registered as a buffer. A class
-    that manages the attribute itself elsewhere (a cache rebuilt where the input is) is
-    left alone; a move or a promotion that only some constructions take (`if learn:
-    self.logvar = nn.Parameter(self.logvar)`, `if cfg.gpu: self.mean =
-    self.mean.cuda()`), or another arm of the same `if`, does not manage it.
+    where the tensor is neither an `nn.Parameter` nor registered as a buffer.
+
+    A class that manages the attribute itself elsewhere (a cache rebuilt where the input
+    is) is left alone; a move or a promotion that only some constructions take (`if
+    learn: self.logvar = nn.Parameter(self.logvar)`, `if cfg.gpu: self.mean =
+    self.mean.cuda()`), another arm of the same `if`, or an assignment before it, does
+    not manage it.
 
     ## Why is this bad?
     `model.to(device)` moves parameters and buffers only: the plain tensor attribute
@@ -370,12 +374,19 @@ class UnregisteredModuleTensor(Rule):
         if value.source not in (Source.FACTORY, Source.NUMPY, Source.MOVE):
             return
         attr = target.attr.value
+        if (
+            type(value_node) is cst.Call
+            and type(value_node.func) is cst.Attribute
+            and value_node.func.attr.value in device_tables.MOVE_METHODS
+            and dotted_name(value_node.func.value) == dotted_name(target)
+        ):
+            return  # `self.bank = self.bank.to(device)`: the tensor is reported where it is made
         registered = analysis.registered_names(cls)
         if registered is None or attr in registered:
             return
         others = _other_assignments(self.ctx.tree, cls, target.value.value, attr, node)
         key = f"{target.value.value}.{attr}"
-        if [other for other in others if not _left_plain_on_some_path(self.ctx, method, node, other, key)]:
+        if [other for other in others if not _left_plain_on_some_path(self.ctx, method, node, other, key, others)]:
             return  # managed by the class itself (a cache rebuilt or moved elsewhere)
         self_name = target.value.value
         where = f"on {value.device}" if value.device.known else "where it was built"
@@ -388,12 +399,19 @@ class UnregisteredModuleTensor(Rule):
             )
             self.report(node, message)
             return
+        # (`register_buffer` refuses a name already set as a plain attribute: `self.m = m` first)
+        set_before = any(
+            _before(self.ctx.tree, value, node) and not _exclusive(self.ctx.tree, method, value, node)
+            for stmt, value in others
+            if stmt is method
+        )
         message = (
             f"`{self_name}.{attr}` is a tensor the module does not own: `.to(device)` leaves it "
             f"{where}; register it as a buffer"
+            + (" (in place of the plain attribute set before)" if set_before else "")
         )
         fix = None
-        if not _class_level(cls, attr) and type(node) is cst.Assign and not value_node.lpar:
+        if not _class_level(cls, attr) and type(node) is cst.Assign and not value_node.lpar and not set_before:
             # `self.name = ` becomes `self.register_buffer("name", `: the value keeps its own text
             opening = f'{self_name}.register_buffer("{attr}", '
             fix = FixPlan.unsafe(ReplaceUpTo(node, value_node, opening), InsertAfter(value_node, ", persistent=False)"))
@@ -438,6 +456,15 @@ def _self_attribute(expr: cst.BaseExpression) -> bool:
     while type(expr) is cst.Subscript or (type(expr) is cst.Attribute and expr.attr.value == "data"):
         expr = expr.value
     return type(expr) is cst.Attribute and type(expr.value) is cst.Name
+
+
+def _made_at_construction(tree: Tree, cls: cst.ClassDef, origin: cst.CSTNode) -> bool:
+    """Was `origin` made by `__init__` (or a method it calls), where DEV204 looks? Not by a
+    helper `forward` calls (`self.hidden = self.init_hidden()`)."""
+    for method in cls.body.body if type(cls.body) is cst.IndentedBlock else ():
+        if type(method) is cst.FunctionDef and _inside(tree, origin, method):
+            return _runs_at_construction(tree, method, cls)
+    return False
 
 
 def _assigned_to_self(tree: Tree, cls: cst.ClassDef, value: cst.CSTNode) -> bool:
@@ -520,36 +547,75 @@ def _is_none_test(test: cst.BaseExpression, key: str) -> bool:
     return key in asked and None not in asked
 
 
-def _left_plain_on_some_path(ctx, method: cst.FunctionDef, node: cst.CSTNode, other: tuple, key: str) -> bool:
+def _left_plain_on_some_path(ctx, method: cst.FunctionDef, node: cst.CSTNode, other: tuple, key: str,
+                             others: list) -> bool:  # fmt: skip
     """Another assignment of the attribute in the same method that some constructions
     skip, leaving the plain tensor of `node`: a move or a promotion of the tensor itself
     under an `if` (`if config.is_gpu: self.mean = self.mean.cuda()`, `if learn:
     self.logvar = nn.Parameter(self.logvar)`), or anything in another arm of the `if` that
     makes the plain one (`if trainable: self.beta = Parameter(...) else: self.beta =
-    torch.zeros(1)`, a filter bank built one way or another). A move is not ownership
-    either way."""
+    torch.zeros(1)`, a filter bank built one way or another), or an assignment before it
+    (`self.m = m` then `if self.m is None: self.m = torch.eye(n)`). A move is not
+    ownership either way."""
     stmt, value = other
     if stmt is not method:
         return False
-    itself = False
-    if (
-        type(value) is cst.Call
-        and type(value.func) is cst.Attribute
-        and value.func.attr.value in device_tables.MOVE_METHODS
-    ):
-        itself = dotted_name(value.func.value) == key
-    elif type(value) is cst.Call and (ctx.qualify(value.func) or "") in device_tables.PARAMETER_CLASSES and value.args:
-        itself = dotted_name(value.args[0].value) == key
     tree = ctx.tree
-    if itself and _under_if(tree, method, value):
+    how = _of_itself(ctx, value, key)
+    if how == "move" and _under_if(tree, method, value):
         return True
-    spans = tree.span(node), tree.span(value)
+    if how == "promotion" and _under_if(tree, method, value):
+        # not where every arm promotes it (`if learn: ... = nn.Parameter(t) else: ... =
+        # nn.Parameter(t, requires_grad=False)`)
+        return not any(
+            s is method
+            and v is not value
+            and _of_itself(ctx, v, key) == "promotion"
+            and _exclusive(tree, method, v, value)
+            for s, v in others
+        )
+    if _exclusive(tree, method, node, value):
+        return True
+    return _before(tree, value, node) and not _in_loop(tree, method, node)  # `self.m = m`, then `if ...: self.m = ...`
+
+
+def _of_itself(ctx, value: cst.BaseExpression, key: str) -> str | None:
+    """ "move" for `self.t.cuda()`, "promotion" for `nn.Parameter(self.t)` (`key` naming
+    `self.t`), None for anything else."""
+    if type(value) is not cst.Call:
+        return None
+    if type(value.func) is cst.Attribute and value.func.attr.value in device_tables.MOVE_METHODS:
+        return "move" if dotted_name(value.func.value) == key else None
+    if (ctx.qualify(value.func) or "") in device_tables.PARAMETER_CLASSES and value.args:
+        return "promotion" if dotted_name(value.args[0].value) == key else None
+    return None
+
+
+def _exclusive(tree: Tree, method: cst.FunctionDef, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    """Are `a` and `b` in different arms of one `if` of `method`?"""
+    spans = tree.span(a), tree.span(b)
     if spans[0] is None or spans[1] is None:
         return False
     for candidate in tree.walk_scope(method):
         if type(candidate) is cst.If and candidate.orelse is not None:
             arms = tree.span(candidate.body), tree.span(candidate.orelse)
             if arms[0] is not None and arms[1] is not None and in_other_arms(arms[0], arms[1], *spans):
+                return True
+    return False
+
+
+def _before(tree: Tree, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    spans = tree.span(a), tree.span(b)
+    return spans[0] is not None and spans[1] is not None and spans[0][0] < spans[1][0]
+
+
+def _in_loop(tree: Tree, method: cst.FunctionDef, node: cst.CSTNode) -> bool:
+    """Is `node` in a loop of `method`, where what comes before may also come after?"""
+    spot = tree.span(node)
+    for candidate in tree.walk_scope(method):
+        if type(candidate) in (cst.For, cst.While):
+            span = tree.span(candidate)
+            if spot is not None and span is not None and span[0] < spot[0] < span[1]:
                 return True
     return False
 
