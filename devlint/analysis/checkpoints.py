@@ -28,7 +28,7 @@ _MODEL_METHODS = frozenset(
 # Entries only a training checkpoint has: `ckpt["optimizer"]` handed anywhere is one.
 _CHECKPOINT_KEYS = frozenset({"state_dict", "model_state_dict", "optimizer", "optimizer_state_dict", "optim"})
 # Entries of a training checkpoint (Lightning's among them): one edited in place is one.
-_TRAINING_KEYS = _CHECKPOINT_KEYS | {"hyper_parameters", "optimizer_states", "lr_schedulers", "global_step", "epoch"}
+_TRAINING_KEYS = _CHECKPOINT_KEYS | {"hyper_parameters", "optimizer_states"}
 # Calls that only look at a value (or write it out): an entry handed to one is no model.
 _LOOKING = frozenset({"print", "str", "repr", "format", "len", "isinstance", "type", "info", "debug", "warning",
                       "log", "plot", "append", "write", "dumps", "dump"})  # fmt: skip
@@ -122,7 +122,8 @@ class CheckpointUses:
         func = call.func
         if type(func) is cst.Attribute and func.attr.value == "load_state_dict":
             return STATE
-        if _callee_name(call).startswith(("load_", "set_")) and _callee_name(call).endswith("state_dict"):
+        name = _callee_name(call)
+        if name == "load_state_dict" or (name.startswith(("load_", "set_")) and name.endswith("model_state_dict")):
             return STATE  # `set_peft_model_state_dict(model, weights)`, timm's `load_state_dict(model, sd)`
         if type(func) is cst.Attribute and func.attr.value == "copy_" and _reads_state_dict(func.value):
             return STATE  # `model.state_dict()[k].copy_(ckpt[k])`: copied into the model wherever it is
@@ -139,9 +140,10 @@ class CheckpointUses:
             if any(a is not arg and self.analysis.value_of(a.value).is_module for a in call.args):
                 return MODEL
         name = _callee_name(call).lower()
-        if function is None and depth < _MAX_DEPTH and arg.keyword is None and ("load" in name or "checkpoint" in name):
+        loader = ("load" in name and "model" in name) or "checkpoint" in name
+        if function is None and depth < _MAX_DEPTH and arg.keyword is None and loader:
             # `load_model_ensemble({path: ckpt})`: a library loader that makes a model of it
-            # (not `Net(config)` nor `from_pretrained(dir, args=args)` of a loaded namespace)
+            # (not `Net(config)`, `load_vocab(...)` nor `from_pretrained(dir, args=args)`)
             return MODEL if self._use_of(call, depth + 1) == MODEL else None
         return None
 

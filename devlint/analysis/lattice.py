@@ -223,6 +223,8 @@ class AbstractValue:
         CPU: `if use_cuda: p = p.cpu()` leaves `p` on the CPU on both paths."""
         if other.device.is_accel:
             other = replace(other, device=CPU, maybe_accel=False)
+        elif other.maybe_accel:  # (what may be on the accelerator is not, where there is none)
+            other = replace(other, maybe_accel=False)
         moved = self.device.is_accel and (self.tensor_like or self.is_module)
         compatible = self.kind is other.kind or other.kind is Kind.UNKNOWN or (self.tensor_like and other.tensor_like)
         if moved and not other.device.is_accel and compatible:
