@@ -280,6 +280,11 @@ class LoaderUnderAcceleratorDefault(Rule):
             # `main()` called by the module after `options.initialize()` set the default
             entry = self._module_call_of(top)
             top = entry or top
+        elif type(top) is cst.ClassDef and functions and self.ctx.parent(self.ctx.parent(functions[-1])) is top:
+            # `appr.train(...)` of an instance of the file's class, called by the module
+            # after it set the default
+            entry = self._module_method_call_of(top, functions[-1])
+            top = entry or top
         around = [s for s in reversed(self.ctx.ancestors) if type(s) is cst.If]  # the loader's `if`s
         around_entry = self._ifs_around(entry) if entry is not None else []
         for scope in scopes:
@@ -392,6 +397,29 @@ class LoaderUnderAcceleratorDefault(Rule):
                 type(candidate) is cst.Call
                 and type(candidate.func) is cst.Name
                 and candidate.func.value == function.name.value
+            ):
+                return candidate
+        return None
+
+    def _module_method_call_of(self, cls: cst.ClassDef, method: cst.FunctionDef) -> cst.Call | None:
+        """The first call the module body makes of `method` on an instance of `cls` it
+        built (`trainer = Trainer(...)`, then `trainer.train(...)`)."""
+        nodes = self.ctx.tree.walk_scope(self.ctx.module)
+        instances = {
+            dotted_name(t.target)
+            for n in nodes
+            if type(n) is cst.Assign
+            and type(n.value) is cst.Call
+            and type(n.value.func) is cst.Name
+            and n.value.func.value == cls.name.value
+            for t in n.targets
+        }
+        for candidate in nodes:
+            if (
+                type(candidate) is cst.Call
+                and type(candidate.func) is cst.Attribute
+                and candidate.func.attr.value == method.name.value
+                and dotted_name(candidate.func.value) in instances
             ):
                 return candidate
         return None
@@ -624,10 +652,10 @@ class AcceleratorTensorInDataset(Rule):
         return None
 
     def _served_in_process(self) -> frozenset[str]:
-        """The file's dataset classes that only DataLoaders without worker processes read:
-        every instance the file builds is the dataset of a DataLoader of the file whose
-        `num_workers` is not given, or 0. Their items are made in the training process,
-        where the accelerator is usable. A class the file builds nowhere, or hands to
+        """The file's dataset classes that only DataLoaders without forked worker processes
+        read: every instance the file builds is the dataset of a DataLoader of the file
+        whose `num_workers` is not given, or 0, or whose `multiprocessing_context` is not
+        "fork". Their items are made where the accelerator is usable. A class the file builds nowhere, or hands to
         anything else, may be read by workers elsewhere."""
         if self._in_process is None:
             names: set[str] = set()
@@ -652,6 +680,9 @@ class AcceleratorTensorInDataset(Rule):
                         alone = workers is None or (
                             type(workers.value) is cst.Integer and workers.value.evaluated_value == 0
                         )
+                        context = keyword_arg(loader, "multiprocessing_context")
+                        if context is not None and string_value(context.value) != "fork":
+                            alone = True  # spawned (or forkserver) workers start CUDA afresh: they may use it
                         for call in _calls_of(dataset.value if dataset else None, bound):
                             (in_process if alone else elsewhere).add(id(call))
                 derived = {dotted_name(base.value) for c in classes.values() for base in c.bases}
