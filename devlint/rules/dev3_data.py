@@ -539,8 +539,9 @@ class AcceleratorTensorInDataset(Rule):
     `set_start_method("spawn")` in the file). SPEC names only the dataset's methods.
     A dataset class that no other class of the file derives from, whose every instance
     the file builds is read by DataLoaders without worker processes (`num_workers` not
-    given, or 0), is not reported: its items are made in the training process, where
-    the accelerator works (preprocessing on the GPU on purpose).
+    given, or 0) or with spawned ones (`multiprocessing_context=` other than `"fork"`), is
+    not reported: its items are made where the accelerator works (preprocessing on the
+    GPU on purpose).
 
     ## Why is this bad?
     With `num_workers > 0` the `DataLoader` workers are forked processes, which cannot
