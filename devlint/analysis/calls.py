@@ -376,26 +376,26 @@ class TorchCalls:
             if not unknown:  # `return self.decoder(z, c)`: known only where `c` is given
                 unknown = not self.model.at_call(function, summary.returns, values, bound).device.known
             if unknown and own is not None and own.is_module and own.device.known:
-                returned = self.model.returns_with_self(function, own, values, attributes)
+                returned = self.model.returns_for_call(function, own, values, attributes)
                 if returned is not None:
                     return self.model.at_call(function, returned, values, bound)
         returned = UNKNOWN if summary.returns is None else self.model.at_call(function, summary.returns, values, bound)
-        accelerated = any(v.is_tensor and v.device.is_accel for v in values.values())
+        given = [v for v in values.values() if v.is_tensor and v.device.known]
+        accelerated = any(v.device.is_accel for v in given)
         if (
             not bound
             and not self.phase1
-            and _tensors_given(values)
+            and given
             and (not returned.device.known or (returned.device.is_cpu and accelerated))
         ):
             # `rescale(img, (0, 255), (-1, 1))`: what the body computes from a tensor it is
             # given is where that tensor is. A CPU result for any caller (a CPU factory
             # times a parameter) is not one for a caller passing an accelerator tensor.
-            given = self.model.returns_with_self(function, None, values, {})
-            if given is not None and given.device.known:
-                return self.model.at_call(function, given, values, bound)
-            if returned.device.is_cpu and accelerated:
-                returned = replace(returned, device=UNKNOWN_DEVICE, origin=None, how="")
-                return returned if summary.returns is not None else None
+            rerun = self.model.returns_for_call(function, None, values, {})
+            if rerun is not None and rerun.device.known:
+                return self.model.at_call(function, rerun, values, bound)
+            if returned.device.is_cpu and accelerated:  # (a known CPU result: `summary.returns` is set)
+                return replace(returned, device=UNKNOWN_DEVICE, origin=None, how="")
         if summary.returns is None:
             return None
         through = self.model.passed_on(function)
@@ -470,12 +470,7 @@ class TorchCalls:
         what follows from it is not reported again."""
         if (layer.layer not in T.PARAMETER_LAYERS and layer.layer != "torch.nn.Sequential") or not layer.holds_params:
             return layer
-        inputs = [
-            value
-            for name, value in self.params.items()
-            if value.is_tensor and value.source is Source.PARAMETER and value.device.is_accel
-            and state.env.get(name, value).device == value.device  # (`x = x.cpu()` first: not where the module is)
-        ]  # fmt: skip
+        inputs = self._input_devices(state)
         if not inputs:
             return layer
         for arg, value in zip(node.args, args):
@@ -483,7 +478,7 @@ class TorchCalls:
                 continue
             made_here = value.origin is not None and id(value.origin) in self.result.values
             if value.is_tensor and value.device.is_cpu and value.source is Source.FACTORY and made_here:
-                home = replace(layer, device=inputs[0].device, origin=None, how="")
+                home = replace(layer, device=inputs[0], origin=None, how="")
                 self._conflict(Conflict(node, Operand(arg.value, value), Operand(node.func, home), "module"))
                 return home
         return layer
@@ -1479,8 +1474,3 @@ def _host_tensors(node: cst.Call) -> bool:
     Hugging Face tokenizers and processors take): they are made in host memory."""
     arg = keyword_arg(node, "return_tensors")
     return arg is not None and type(arg.value) is cst.SimpleString and arg.value.value[1:-1] == "pt"
-
-
-def _tensors_given(values: dict[str, AbstractValue]) -> bool:
-    """Is a tensor on a known device among a call's arguments?"""
-    return any(v.is_tensor and v.device.known for v in values.values())

@@ -876,15 +876,18 @@ class ScopeEvaluator(TorchCalls):
             owned = registered is not None and attr in registered and value.kind is Kind.TENSOR
         return replace(value, device=own.device, origin=own.origin, source=own.source, how=own.how) if owned else value
 
-    def _input_devices(self) -> list[Device]:
-        """The devices of a module method's tensor parameters (`accel(x.device)`)."""
+    def _input_devices(self, state: State | None = None) -> list[Device]:
+        """The devices of a module method's tensor parameters (`accel(x.device)`); given
+        the names here, of those not rebound elsewhere (`x = x.cpu()` first: not where the
+        module is)."""
         if not self.is_module_method:
             return []
         return [
             value.device
             for name, value in self.params.items()
-            if name != self.self_name and value.is_tensor and value.source is Source.PARAMETER and value.device.is_accel
-        ]
+            if value.is_tensor and value.source is Source.PARAMETER and value.device.is_accel
+            and (state is None or state.env.get(name, value).device == value.device)
+        ]  # fmt: skip
 
     def lookup(self, key: str, state: State) -> AbstractValue:
         value = state.env.get(key)

@@ -106,7 +106,7 @@ class FileModel(RelevanceGate, CallContexts):
         self._module_now: State | None = None  # the module body's names at the call it is making
         self._early_scopes: dict[tuple[int, int, int], ScopeResult] = {}
         self._running: set[int] = set()  # scopes being interpreted (a call back into one is unknown)
-        self._per_call = 0  # how deep `returns_with_self` interpretations are nested
+        self._per_call = 0  # how deep `returns_for_call` interpretations are nested
         self._per_calls = 0  # how many this file has run
         self._changed: dict[int, frozenset[str] | None] = {}
         self._outside: frozenset[str] | None = None
@@ -352,7 +352,7 @@ class FileModel(RelevanceGate, CallContexts):
             return None
         return self.generic_scope(function, [])
 
-    def returns_with_self(self, function: cst.FunctionDef, own: AbstractValue | None,
+    def returns_for_call(self, function: cst.FunctionDef, own: AbstractValue | None,
                           arguments: dict[str, AbstractValue], names: dict[str, AbstractValue]) -> AbstractValue | None:  # fmt: skip
         """What `self.m(...)` returns where the calling method runs with `self` on a known
         device (a method called on a moved model): `m` interpreted for this one call, with
@@ -391,7 +391,7 @@ class FileModel(RelevanceGate, CallContexts):
         (its arguments, and the names its caller left: `_one_call`; `values` are the
         caller's, `caller` None for the module body), beside its interpretation for any
         caller: what differs is what this call causes. Asked once per call; None where
-        it cannot be asked (see `returns_with_self`)."""
+        it cannot be asked (see `returns_for_call`)."""
         key = (id(record.call), id(values))
         held = self._reruns.get(key)
         if held is not None and held[0] is values:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections.abc
 import dataclasses
 import typing
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import libcst as cst
 
@@ -393,6 +393,21 @@ def in_other_arms(body: tuple[int, int], orelse: tuple[int, int], a: tuple[int, 
         return arm[0] <= span[0] < arm[1]
 
     return (inside(body, a) and inside(orelse, b)) or (inside(orelse, a) and inside(body, b))
+
+
+def apart(tree: Tree, first: cst.CSTNode, second: cst.CSTNode | None, ifs: Iterable[cst.CSTNode]) -> bool:
+    """Are `first` and `second` in different arms of one of the `if` statements `ifs`
+    (so never both on one path)?"""
+    a, b = tree.span(first), tree.span(second) if second is not None else None
+    if a is None or b is None:
+        return False
+    for statement in ifs:
+        if type(statement) is not cst.If or statement.orelse is None:
+            continue
+        body, orelse = tree.span(statement.body), tree.span(statement.orelse)
+        if body is not None and orelse is not None and in_other_arms(body, orelse, a, b):
+            return True
+    return False
 
 
 def assignment_targets(statement: cst.CSTNode) -> list[cst.BaseExpression]:

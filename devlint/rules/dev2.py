@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import libcst as cst
 
 from devlint.analysis import device_tables
 from devlint.analysis.devices import DeviceAnalysis
 from devlint.analysis.lattice import Conflict, Operand, Source
-from devlint.analysis.tree import Tree, argument_for, bound_names, dotted_name, in_other_arms, parameter_named
+from devlint.analysis.tree import Tree, apart, argument_for, bound_names, dotted_name, parameter_named
 from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore, Replace, ReplaceUpTo
 from devlint.rules.base import Rule
 
@@ -374,12 +376,7 @@ class UnregisteredModuleTensor(Rule):
         if value.source not in (Source.FACTORY, Source.NUMPY, Source.MOVE):
             return
         attr = target.attr.value
-        if (
-            type(value_node) is cst.Call
-            and type(value_node.func) is cst.Attribute
-            and value_node.func.attr.value in device_tables.MOVE_METHODS
-            and dotted_name(value_node.func.value) == dotted_name(target)
-        ):
+        if _of_itself(self.ctx, value_node, dotted_name(target)) == "move":
             return  # `self.bank = self.bank.to(device)`: the tensor is reported where it is made
         registered = analysis.registered_names(cls)
         if registered is None or attr in registered:
@@ -458,21 +455,23 @@ def _self_attribute(expr: cst.BaseExpression) -> bool:
     return type(expr) is cst.Attribute and type(expr.value) is cst.Name
 
 
-def _made_at_construction(tree: Tree, cls: cst.ClassDef, origin: cst.CSTNode) -> bool:
-    """Was `origin` made by `__init__` (or a method it calls), where DEV204 looks? Not by a
-    helper `forward` calls (`self.hidden = self.init_hidden()`)."""
+def _construction_methods(tree: Tree, cls: cst.ClassDef) -> Iterator[cst.FunctionDef]:
+    """`__init__` and the methods it calls on `self`: where DEV204 looks."""
     for method in cls.body.body if type(cls.body) is cst.IndentedBlock else ():
-        if type(method) is cst.FunctionDef and _inside(tree, origin, method):
-            return _runs_at_construction(tree, method, cls)
-    return False
+        if type(method) is cst.FunctionDef and _runs_at_construction(tree, method, cls):
+            yield method
+
+
+def _made_at_construction(tree: Tree, cls: cst.ClassDef, origin: cst.CSTNode) -> bool:
+    """Was `origin` made at construction? Not by a helper `forward` calls
+    (`self.hidden = self.init_hidden()`)."""
+    return any(_inside(tree, origin, method) for method in _construction_methods(tree, cls))
 
 
 def _assigned_to_self(tree: Tree, cls: cst.ClassDef, value: cst.CSTNode) -> bool:
-    """Is `value` what `__init__` (or a method it calls) of `cls` assigns to a
-    `self.<attr>` (`torch.exp(self.logvar[t])` reads a tensor made so)?"""
-    for method in cls.body.body if type(cls.body) is cst.IndentedBlock else ():
-        if type(method) is not cst.FunctionDef or not _runs_at_construction(tree, method, cls):
-            continue
+    """Is `value` what construction assigns to a `self.<attr>` (`torch.exp(self.logvar[t])`
+    reads a tensor made so)?"""
+    for method in _construction_methods(tree, cls):
         for node in tree.walk(method.body):
             if type(node) is cst.Assign and node.value is value:
                 return any(type(t.target) is cst.Attribute and type(t.target.value) is cst.Name for t in node.targets)
@@ -562,9 +561,9 @@ def _left_plain_on_some_path(ctx, method: cst.FunctionDef, node: cst.CSTNode, ot
         return False
     tree = ctx.tree
     how = _of_itself(ctx, value, key)
-    if how == "move" and _under_if(tree, method, value):
+    if how == "move" and _enclosed(tree, method, value, (cst.If,)):
         return True
-    if how == "promotion" and _under_if(tree, method, value):
+    if how == "promotion" and _enclosed(tree, method, value, (cst.If,)):
         # not where every arm promotes it (`if learn: ... = nn.Parameter(t) else: ... =
         # nn.Parameter(t, requires_grad=False)`)
         return not any(
@@ -576,7 +575,9 @@ def _left_plain_on_some_path(ctx, method: cst.FunctionDef, node: cst.CSTNode, ot
         )
     if _exclusive(tree, method, node, value):
         return True
-    return _before(tree, value, node) and not _in_loop(tree, method, node)  # `self.m = m`, then `if ...: self.m = ...`
+    return _before(tree, value, node) and not _enclosed(
+        tree, method, node, (cst.For, cst.While)
+    )  # `self.m = m`, then `if ...: self.m = ...`
 
 
 def _of_itself(ctx, value: cst.BaseExpression, key: str) -> str | None:
@@ -593,15 +594,7 @@ def _of_itself(ctx, value: cst.BaseExpression, key: str) -> str | None:
 
 def _exclusive(tree: Tree, method: cst.FunctionDef, a: cst.CSTNode, b: cst.CSTNode) -> bool:
     """Are `a` and `b` in different arms of one `if` of `method`?"""
-    spans = tree.span(a), tree.span(b)
-    if spans[0] is None or spans[1] is None:
-        return False
-    for candidate in tree.walk_scope(method):
-        if type(candidate) is cst.If and candidate.orelse is not None:
-            arms = tree.span(candidate.body), tree.span(candidate.orelse)
-            if arms[0] is not None and arms[1] is not None and in_other_arms(arms[0], arms[1], *spans):
-                return True
-    return False
+    return apart(tree, a, b, tree.walk_scope(method))
 
 
 def _before(tree: Tree, a: cst.CSTNode, b: cst.CSTNode) -> bool:
@@ -609,24 +602,14 @@ def _before(tree: Tree, a: cst.CSTNode, b: cst.CSTNode) -> bool:
     return spans[0] is not None and spans[1] is not None and spans[0][0] < spans[1][0]
 
 
-def _in_loop(tree: Tree, method: cst.FunctionDef, node: cst.CSTNode) -> bool:
-    """Is `node` in a loop of `method`, where what comes before may also come after?"""
-    spot = tree.span(node)
-    for candidate in tree.walk_scope(method):
-        if type(candidate) in (cst.For, cst.While):
-            span = tree.span(candidate)
-            if spot is not None and span is not None and span[0] < spot[0] < span[1]:
-                return True
-    return False
-
-
-def _under_if(tree: Tree, method: cst.FunctionDef, node: cst.CSTNode) -> bool:
-    """Is `node` in an arm of an `if` of `method` (not of a nested function)?"""
+def _enclosed(tree: Tree, method: cst.FunctionDef, node: cst.CSTNode, kinds: tuple[type, ...]) -> bool:
+    """Is `node` inside a statement of one of `kinds` of `method` (not of a nested
+    function): an `if` arm, or a loop, where what comes before may also come after?"""
     spot = tree.span(node)
     if spot is None:
         return False
     for candidate in tree.walk_scope(method):
-        if type(candidate) is cst.If:
+        if type(candidate) in kinds:
             span = tree.span(candidate)
             if span is not None and span[0] < spot[0] < span[1]:
                 return True

@@ -197,12 +197,9 @@ class BatchLeftOnCpu(Rule):
             for conflict in callee.conflicts.values():
                 if conflict.cpu.value.source is Source.LOADER and conflict.kind != "index":
                     batch = conflict.cpu
-                    if type(batch.expr) is cst.Name:  # named as the caller passes it
-                        params = [p.name.value for p in record.callee.params.params][1 if record.bound else 0 :]
-                        index = params.index(batch.expr.value) if batch.expr.value in params else None
-                        given = argument_for(record.call, batch.expr.value, index)
-                        if given is not None:
-                            batch = Operand(given.value, batch.value)
+                    arguments = analysis.model.call_arguments(record, result.values)
+                    if type(batch.expr) is cst.Name and batch.expr.value in arguments:  # as the caller passes it
+                        batch = Operand(arguments[batch.expr.value][0], batch.value)
                     yield Conflict(record.call, batch, conflict.other, "passed", inner=conflict.node)
 
     def _report(self, analysis: DeviceAnalysis, node: cst.For, conflict: Conflict) -> None:

@@ -12,7 +12,7 @@ from devlint.analysis import device_tables
 from devlint.analysis.devices import DeviceAnalysis
 from devlint.analysis.guards import accelerator_type
 from devlint.analysis.literals import torch_device_call
-from devlint.analysis.tree import argument_for, dotted_name, in_other_arms, keyword_arg, string_value
+from devlint.analysis.tree import apart, argument_for, dotted_name, in_other_arms, keyword_arg, string_value
 from devlint.fix.plan import FixPlan, InsertAfter
 from devlint.rules.base import Rule
 
@@ -356,12 +356,13 @@ class LoaderUnderAcceleratorDefault(Rule):
         analysis = DeviceAnalysis.of(self.ctx)
         method = analysis.model.only_method_named(func.attr.value)
         cls = analysis.class_of(method) if method is not None else None
-        if cls is None:
-            return None
-        receiver = func.value
+        return method if cls is not None and self._instance_of(func.value, cls) else None
+
+    def _instance_of(self, receiver: cst.BaseExpression, cls: cst.ClassDef) -> bool:
+        """Is `receiver` an instance of the file's class `cls` (`Options()`, `opt`)?"""
         if type(receiver) is cst.Call and dotted_name(receiver.func) == cls.name.value:
-            return method
-        return method if analysis.value_of(receiver).instance_of == cls.name.value else None
+            return True
+        return DeviceAnalysis.of(self.ctx).value_of(receiver).instance_of == cls.name.value
 
     def _ifs_around(self, node: cst.CSTNode) -> list[cst.If]:
         """The module-level `if` statements that hold `node` (`main()` under `__main__`)."""
@@ -378,17 +379,7 @@ class LoaderUnderAcceleratorDefault(Rule):
 
     def _apart(self, first: cst.CSTNode, second: cst.CSTNode | None, ifs: list[cst.If]) -> bool:
         """Are the two in different arms of one of `ifs` (so never both on one path)?"""
-        tree = self.ctx.tree
-        a, b = tree.span(first), tree.span(second) if second is not None else None
-        if a is None or b is None:
-            return False
-        for statement in ifs:
-            if statement.orelse is None:
-                continue
-            body, orelse = tree.span(statement.body), tree.span(statement.orelse)
-            if body is not None and orelse is not None and in_other_arms(body, orelse, a, b):
-                return True
-        return False
+        return apart(self.ctx.tree, first, second, ifs)
 
     def _module_call_of(self, function: cst.FunctionDef) -> cst.Call | None:
         """The first call of a top-level function by the module body (`main()`)."""
@@ -402,24 +393,14 @@ class LoaderUnderAcceleratorDefault(Rule):
         return None
 
     def _module_method_call_of(self, cls: cst.ClassDef, method: cst.FunctionDef) -> cst.Call | None:
-        """The first call the module body makes of `method` on an instance of `cls` it
-        built (`trainer = Trainer(...)`, then `trainer.train(...)`)."""
-        nodes = self.ctx.tree.walk_scope(self.ctx.module)
-        instances = {
-            dotted_name(t.target)
-            for n in nodes
-            if type(n) is cst.Assign
-            and type(n.value) is cst.Call
-            and type(n.value.func) is cst.Name
-            and n.value.func.value == cls.name.value
-            for t in n.targets
-        }
-        for candidate in nodes:
+        """The first call the module body makes of `method` on an instance of `cls`
+        (`trainer = Trainer(...)`, then `trainer.train(...)`)."""
+        for candidate in self.ctx.tree.walk_scope(self.ctx.module):
             if (
                 type(candidate) is cst.Call
                 and type(candidate.func) is cst.Attribute
                 and candidate.func.attr.value == method.name.value
-                and dotted_name(candidate.func.value) in instances
+                and self._instance_of(candidate.func.value, cls)
             ):
                 return candidate
         return None
