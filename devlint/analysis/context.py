@@ -13,7 +13,16 @@ from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
-from devlint.analysis.guards import NONE, Backends, GuardOracle, exits_block, flag_assignments, named_for_cuda, present
+from devlint.analysis.guards import (
+    NONE,
+    Backends,
+    GuardOracle,
+    cuda_flag_branch,
+    exits_block,
+    flag_assignments,
+    named_for_cuda,
+    present,
+)
 from devlint.analysis.names import ImportTable, local_bindings
 from devlint.analysis.tree import Tree, bound_names, dotted_name
 
@@ -198,6 +207,10 @@ class FileContext:
                 if child is parent.body and implied.when_false and not implied.when_true:
                     return True
                 if child is parent.orelse and implied.when_true and not implied.when_false:
+                    return True
+                # the side a user's CUDA flag leaves (`if not use_gpu: return x.numpy()`)
+                flagged = None if implied.says_anything else cuda_flag_branch(parent.test)
+                if (child is parent.body and flagged == "orelse") or (child is parent.orelse and flagged == "body"):
                     return True
         return False
 

@@ -365,6 +365,16 @@ MOVE_METHODS = frozenset({"to", "cuda", "cpu", "xpu", "mps", "npu", "to_empty"})
 MODEL_INPUT_METHODS = frozenset({"generate"})
 # Calls that turn their (positional) arguments into NumPy arrays.
 CONVERTING_NAMESPACES = ("numpy.", "matplotlib.pyplot.", "sklearn.metrics.", "scipy.")
+# Methods of a matplotlib `Axes` that convert their data arguments with `np.asarray`
+# (`ax.imshow(t)`, `axes[0, 1].plot(x, y)`).
+AXES_PLOTTING_METHODS = frozenset(
+    {
+        "bar", "barh", "boxplot", "contour", "contourf", "errorbar", "fill_between", "hexbin",
+        "hist", "hist2d", "imshow", "loglog", "matshow", "pcolor", "pcolormesh", "pie", "plot",
+        "quiver", "scatter", "semilogx", "semilogy", "specgram", "stairs", "stem", "step",
+        "violinplot",
+    }
+)  # fmt: skip
 
 # `clip_grad_norm_` returns the total norm: a 0-dim tensor where the parameters are.
 GRAD_NORM_FUNCTIONS = frozenset(

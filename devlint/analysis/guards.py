@@ -11,6 +11,7 @@ A guard protects its own backend only: `torch.backends.mps.is_available()` guard
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -207,6 +208,20 @@ class GuardOracle:
                 return count.negated
         return NOTHING_KNOWN
 
+    def several_devices(self, expr: cst.BaseExpression) -> bool:
+        """Is `expr` a test for more than one accelerator (`torch.cuda.device_count() > 1`,
+        `>= 2`)? Its other branch runs on a machine with one as well as on one without."""
+        if type(expr) is not cst.Comparison or len(expr.comparisons) != 1:
+            return False
+        left, target = expr.left, expr.comparisons[0]
+        if type(left) is not cst.Call or self._qualify(left.func) not in _COUNTS:
+            return False
+        bound = int_value(target.comparator)
+        op = type(target.operator)
+        return bound is not None and (
+            (op is cst.GreaterThan and bound >= 1) or (op is cst.GreaterThanEqual and bound >= 2)
+        )
+
     # -- flags -------------------------------------------------------------------------
 
     def learn_flags(self, assignments: list[tuple[str, cst.BaseExpression | None]]) -> None:
@@ -331,3 +346,30 @@ def exits_block(stmt: cst.BaseStatement) -> bool:
             name = dotted_name(small.value.func) or ""
             return name.split(".")[-1] in {"skip", "skipTest", "exit", "_exit"}
     return False
+
+
+def cuda_flag_branch(test: cst.BaseExpression) -> str | None:
+    """The branch of `if test:` a user's CUDA flag puts on the accelerator: "body" for
+    `cuda`, `use_gpu`, `args.cuda`, "orelse" for `no_cuda`, `not args.cuda`. Not a guard
+    (SPEC §2: it may be set where there is no GPU), but the code it decides places values
+    together: `img = t.cpu() if cuda else t` is on the CPU either way when `t` was moved
+    under the same flag."""
+    negated = False
+    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        test, negated = test.expression, not negated
+    if type(test) is cst.Attribute:
+        name = test.attr.value
+    elif type(test) is cst.Name:
+        name = test.value
+    else:
+        return None
+    name = name.lower()
+    if _NEGATIVE_CUDA_FLAG.fullmatch(name):
+        negated = not negated
+    elif not _CUDA_FLAG.fullmatch(name):
+        return None
+    return "orelse" if negated else "body"
+
+
+_CUDA_FLAG = re.compile(r"(?:use_?|with_?|on_?|enable_?)?(?:cuda|gpu)")
+_NEGATIVE_CUDA_FLAG = re.compile(r"(?:no_?|not_?|disable_?|without_?)(?:cuda|gpu)")

@@ -48,7 +48,7 @@ from devlint.analysis.tree import (
 )
 from devlint.analysis.calls import TorchCalls
 from devlint.analysis.contexts import ENTRY_POINTS, CallContext, CallRecord, matters
-from devlint.analysis.guards import accelerator_type
+from devlint.analysis.guards import accelerator_type, cuda_flag_branch
 
 if TYPE_CHECKING:
     from devlint.analysis.model import FileModel
@@ -577,6 +577,10 @@ class ScopeEvaluator(TorchCalls):
         finally:
             self._branches -= 1
             self.tests.pop()
+        if self.model.ctx.guards.several_devices(node.test):
+            # `if torch.cuda.device_count() > 1: net = DataParallel(net); net.to(device)`: a
+            # machine with one accelerator takes the other branch
+            return self.join_states(orelse, body, single=True)
         side = self._accelerated_branch(node.test)
         if side == "orelse":
             return self.join_states(orelse, body, guarded=True)
@@ -620,7 +624,7 @@ class ScopeEvaluator(TorchCalls):
             return "body"
         if implied.when_false and not implied.when_true:
             return "orelse"
-        return None
+        return cuda_flag_branch(test)
 
     def _instance_of_base(self, test: cst.BaseExpression, state: State) -> bool:
         """Is `test` `isinstance(x, C)` with `x` surely an instance of the file's class that
@@ -775,9 +779,13 @@ class ScopeEvaluator(TorchCalls):
 
     # -- joins -------------------------------------------------------------------------
 
-    def join_states(self, a: State | None, b: State | None, *, guarded: bool = False) -> State | None:
+    def join_states(
+        self, a: State | None, b: State | None, *, guarded: bool = False, single: bool = False
+    ) -> State | None:
         """Where two paths meet. With `guarded`, `a` is the path an availability check
-        guards and `b` the one without it (see `AbstractValue.join_guarded`)."""
+        guards and `b` the one without it (see `AbstractValue.join_guarded`); with
+        `single`, `a` is the path a machine with one accelerator takes and `b` the one
+        only a machine with several does (see `AbstractValue.join_single`)."""
         if a is None:
             return b
         if b is None:
@@ -790,7 +798,7 @@ class ScopeEvaluator(TorchCalls):
                 left = self.fallback(key)
             if right is None:
                 right = self.fallback(key)
-            env[key] = left.join_guarded(right) if guarded else left.join(right)
+            env[key] = left.join_guarded(right) if guarded else left.join_single(right) if single else left.join(right)
         default = a.default if a.default == b.default else UNKNOWN_DEVICE
         return State(env, default)
 

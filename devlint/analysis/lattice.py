@@ -231,6 +231,16 @@ class AbstractValue:
             return self
         return self.join(other)
 
+    def join_single(self, other: AbstractValue) -> AbstractValue:
+        """`self` from the path a machine with one accelerator takes, `other` from the arm
+        only a machine with several runs (`if torch.cuda.device_count() > 1:`). What that
+        arm alone moves stays on the CPU where one accelerator is all there is: the model
+        the multi-GPU branch wraps and moves is not moved on a one-GPU machine."""
+        stays = self.device.is_cpu and not self.maybe_accel and (self.tensor_like or self.is_module)
+        if stays and other.device.is_accel and (other.kind is self.kind or (self.tensor_like and other.tensor_like)):
+            return self
+        return self.join(other)
+
 
 _MOVING = frozenset({MOVES_INPUTS, MAY_MOVE_INPUTS, MOVES_INPUTS_WHEN_MOVED})
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import libcst as cst
@@ -217,7 +218,11 @@ class DiscardedTo(Rule):
 class NumpyOnDevice(Rule):
     """
     ## What it does
-    Checks for `.numpy()` on a tensor known to live on an accelerator.
+    Checks for `.numpy()`, and the conversions NumPy and matplotlib make themselves, of a
+    tensor that is, or on some path may be, on an accelerator.
+
+    The implicit conversions are `np.array(t)`, `np.mean([... t ...])`, `plt.plot(t)`, and
+    the plotting methods of a matplotlib `Axes` (`ax.imshow(t)`, `axes[0].plot(t)`).
 
     ## Why is this bad?
     NumPy arrays live in host memory: `.numpy()` on a CUDA or MPS tensor raises
@@ -243,6 +248,7 @@ class NumpyOnDevice(Rule):
     code = "DEV203"
     name = "numpy-on-device"
     fixable = True
+    _imports_matplotlib: bool | None = None  # see `_axes_method`
 
     def report(self, node: cst.CSTNode, message: str, fix: FixPlan | None = None) -> None:
         if not self.ctx.runs_without_accelerator():  # `t.numpy() if not use_cuda else t.cpu().numpy()`
@@ -274,7 +280,7 @@ class NumpyOnDevice(Rule):
         """`np.mean(losses)`, `np.array([loss, acc])`, `plt.plot(t)`: NumPy converts
         its arguments with `.numpy()` too."""
         qualified = self.ctx.qualify(node.func) or ""
-        if not qualified.startswith(_CONVERTING):
+        if not qualified.startswith(_CONVERTING) and not self._axes_method(node.func):
             return
         analysis = DeviceAnalysis.of(self.ctx)
         for arg in node.args:
@@ -302,8 +308,24 @@ class NumpyOnDevice(Rule):
                 )
                 return
 
+    def _axes_method(self, func: cst.BaseExpression) -> bool:
+        """`ax.imshow(t)`, `axes[0, 1].plot(t)`: a plotting method of a matplotlib `Axes`,
+        in a file that imports matplotlib, on a name that is one by convention (`ax`, `axs`,
+        `axes`, `ax1`, `ax_loss`, `loss_ax`)."""
+        if type(func) is not cst.Attribute or func.attr.value not in device_tables.AXES_PLOTTING_METHODS:
+            return False
+        receiver = func.value
+        while type(receiver) is cst.Subscript:
+            receiver = receiver.value
+        if type(receiver) is not cst.Name or not _AXES_NAME.match(receiver.value):
+            return False
+        if self._imports_matplotlib is None:
+            self._imports_matplotlib = any(q.startswith("matplotlib") for q in self.ctx.imports.aliases.values())
+        return self._imports_matplotlib
+
 
 _CONVERTING = device_tables.CONVERTING_NAMESPACES
+_AXES_NAME = re.compile(r"(?:ax|axs|axes|axarr|ax\d+|ax_\w+|\w+_ax|\w+_axes)$")
 
 
 class UnregisteredModuleTensor(Rule):
@@ -872,7 +894,7 @@ class UnregisteredSubmodules(Rule):
     def _appended(self, method: cst.FunctionDef, self_name: str, attr: str) -> str | None:
         """What `self.<attr>.append(...)` calls (or `self.<attr>[key] = ...` assignments)
         in `__init__` add, when all add one kind."""
-        kinds = {self._item_kind(value) for _, value in self._item_assignments(method, f"{self_name}.{attr}")}
+        added = [value for _, value in self._item_assignments(method, f"{self_name}.{attr}")]
         for node in self.ctx.tree.walk(method.body):
             if type(node) is not cst.Call or type(node.func) is not cst.Attribute:
                 continue
@@ -881,8 +903,34 @@ class UnregisteredSubmodules(Rule):
                 continue
             if not node.args:
                 return None
-            kinds.add(self._item_kind(node.args[-1].value))
+            added.append(node.args[-1].value)
+        kinds = {self._item_kind(self._bound_in(method, value)) for value in added}
         return kinds.pop() if len(kinds) == 1 and None not in kinds else None
+
+    def _bound_in(self, method: cst.FunctionDef, value: cst.BaseExpression) -> cst.BaseExpression:
+        """What a name added to the list was bound to, when `method` binds it once, by a plain
+        assignment: `stage = Stage(...)` then `self.stages.append(stage)`; else `value` itself."""
+        if type(value) is not cst.Name:
+            return value
+        bound = []
+        for node in self.ctx.tree.walk(method):
+            if _registers(node, value.value):
+                return value  # also `setattr(self, f"fc{i}", fc)`: registered that way
+            if type(node) in (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.With, cst.NamedExpr):
+                targets = (
+                    [t.target for t in node.targets]
+                    if type(node) is cst.Assign
+                    else [node.target]
+                    if type(node) is not cst.With
+                    else [item.asname.name for item in node.items if item.asname is not None]
+                )
+                if any(value.value in bound_names(target) for target in targets):
+                    bound.append(node)
+            elif type(node) is cst.Param and node.name.value == value.value:
+                return value
+        if len(bound) == 1 and type(bound[0]) is cst.Assign and len(bound[0].targets) == 1:
+            return bound[0].value
+        return value
 
     def _nn(self) -> str:
         """The file's name for `torch.nn`."""
@@ -891,6 +939,20 @@ class UnregisteredSubmodules(Rule):
                 return local
         torch, _ = self.binding.torch()
         return f"{torch}.nn"
+
+
+def _registers(node: cst.CSTNode, name: str) -> bool:
+    """Does `node` register the module bound to `name` on the module: `setattr(self, key,
+    name)`, `self.add_module(key, name)`, `self.<attr> = name`?"""
+    if type(node) is cst.Call:
+        func = node.func
+        registering = (type(func) is cst.Name and func.value == "setattr") or (
+            type(func) is cst.Attribute and func.attr.value in ("add_module", "register_module")
+        )
+        return registering and any(type(a.value) is cst.Name and a.value.value == name for a in node.args)
+    if type(node) is cst.Assign and type(node.value) is cst.Name and node.value.value == name:
+        return any(type(t.target) is cst.Attribute for t in node.targets)
+    return False
 
 
 def _returned_name(value: cst.BaseExpression | None, params: list[str]) -> str | None:

@@ -74,7 +74,7 @@ class ModelLeftOnCpu(Rule):
             if (
                 scope is not here
                 and not self._local_of(conflict, scope)
-                and (key is None or _touched_elsewhere(self.ctx.tree, self._neighbourhood(key), key, here))
+                and (key is None or _touched_elsewhere(self.ctx, self._neighbourhood(key), key, here))
             ):
                 continue  # another function may have moved it first
             if scope is here and key is not None and _moved_after(self.ctx.tree, here, key, conflict.node):
@@ -86,8 +86,15 @@ class ModelLeftOnCpu(Rule):
         built = analysis.code(node, 40)
         called = analysis.code(conflict.node, 60)
         tensor = analysis.code(conflict.other.expr, 40)
+        key = _assigned_key(self.ctx, node)
+        several = _moved_only_on_several(self.ctx, key) if key is not None else None
+        moved = (
+            f"moved only where there are several accelerators (line {analysis.line_of(several)})"
+            if several is not None
+            else "never moved"
+        )
         message = (
-            f"`{built}` is built on the CPU and never moved, but line {analysis.line_of(conflict.node)} "
+            f"`{built}` is built on the CPU and {moved}, but line {analysis.line_of(conflict.node)} "
             f"calls it with `{tensor}` on {conflict.other.value.device.in_words()} (`{called}`)"
         )
         device = self.binding.code_for(conflict.other.value.device, same_scope=same_scope)
@@ -540,9 +547,10 @@ def _assigned_key(ctx, node: cst.Call) -> str | None:
     return None
 
 
-def _touched_elsewhere(tree: Tree, within: cst.CSTNode, key: str, here: cst.CSTNode) -> bool:
-    """Does a function in `within`, other than `here`, move `key`, pass it on, or
-    rebind it globally?"""
+def _touched_elsewhere(ctx, within: cst.CSTNode, key: str, here: cst.CSTNode) -> bool:
+    """Does a function in `within`, other than `here`, move `key`, pass it on (but to a
+    class of the file that only keeps and calls it), or rebind it globally?"""
+    tree = ctx.tree
     for scope, _ in _scopes(tree, within):
         if scope is here or scope is within:
             continue
@@ -552,9 +560,83 @@ def _touched_elsewhere(tree: Tree, within: cst.CSTNode, key: str, here: cst.CSTN
             if type(node) is cst.Call:
                 if _method_name(node) in _MOVES and dotted_name(node.func.value) == key:
                     return True
-                if any(dotted_name(a.value) == key for a in node.args):
-                    return True
+                for index, arg in enumerate(node.args):
+                    if dotted_name(arg.value) == key and not _kept_as_is(ctx, node, index):
+                        return True
     return False
+
+
+def _moved_only_on_several(ctx, key: str) -> cst.Call | None:
+    """The first move of `key` when every move of it in the file is in the arm of an
+    `if torch.cuda.device_count() > 1:`."""
+    tree = ctx.tree
+    moves = [
+        node
+        for node in tree.walk(ctx.module)
+        if type(node) is cst.Call and _method_name(node) in _MOVES and dotted_name(node.func.value) == key
+    ]
+    inside = {
+        id(node)
+        for test in tree.walk(ctx.module)
+        if type(test) is cst.If and ctx.guards.several_devices(test.test)
+        for node in tree.walk(test.body)
+    }
+    if not moves or any(id(move) not in inside for move in moves):
+        return None
+    return moves[0]
+
+
+def _kept_as_is(ctx, call: cst.Call, index: int) -> bool:
+    """Is argument `index` of `call` handed to a plain class of the file (not a module)
+    that stores it as `self.<attr>` in `__init__` and only ever calls it, or calls its
+    methods other than moves (`self.model(x)`, `self.model.eval()`): an attack, an
+    evaluator, a Grad-CAM that runs the model where it is?"""
+    if type(call.func) is not cst.Name or ctx.is_local(call.func.value) or any(a.star for a in call.args):
+        return False
+    cls = ctx.top_classes.get(call.func.value)
+    if cls is None or DeviceAnalysis.of(ctx).is_module_class(cls):
+        return False
+    init = next((s for s in cls.body.body if type(s) is cst.FunctionDef and s.name.value == "__init__"), None)
+    if init is None or init.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or init.params.star_kwarg:
+        return False
+    params = [p.name.value for p in (*init.params.posonly_params, *init.params.params)]
+    arg = call.args[index]
+    if arg.keyword is not None:
+        name = arg.keyword.value
+    elif index + 1 < len(params):
+        name = params[index + 1]
+    else:
+        return False
+    if len(params) < 1 or name not in params[1:]:
+        return False
+    me = params[0]
+    tree = ctx.tree
+    attrs = {id(n.attr) for n in tree.walk(init.body) if type(n) is cst.Attribute}  # `self.model`: not the name
+    uses = [n for n in tree.walk(init.body) if type(n) is cst.Name and n.value == name and id(n) not in attrs]
+    stored = [
+        node
+        for node in tree.walk(init.body)
+        if type(node) is cst.Assign
+        and type(node.value) is cst.Name
+        and node.value.value == name
+        and len(node.targets) == 1
+        and type(node.targets[0].target) is cst.Attribute
+        and dotted_name(node.targets[0].target.value) == me
+    ]
+    if len(stored) != 1 or len(uses) != 1:
+        return False  # also used another way in `__init__`
+    key = f"{me}.{stored[0].targets[0].target.attr.value}"
+    every, plain = set(), {id(stored[0].targets[0].target)}
+    for node in tree.walk(cls):
+        if type(node) is cst.Attribute and dotted_name(node) == key:
+            every.add(id(node))
+        elif type(node) is cst.Call:
+            func = node.func
+            if dotted_name(func) == key:
+                plain.add(id(func))  # `self.model(adv)`
+            elif type(func) is cst.Attribute and dotted_name(func.value) == key and func.attr.value not in _MOVES:
+                plain.add(id(func.value))  # `self.model.eval()`
+    return every <= plain
 
 
 def _moved_after(tree: Tree, scope: cst.CSTNode, key: str, node: cst.CSTNode) -> bool:
@@ -725,6 +807,8 @@ def _later_move(analysis: DeviceAnalysis, scope: cst.CSTNode, model: str, line: 
     if not after:
         return None
     first = min(after, key=analysis.line_of)
+    if origin is not None:  # a rebinding in the other arm of an `if` does not run on this path
+        rebinds = [r for r in rebinds if not _off_path(analysis.ctx.tree, scope, origin, r)]
     if any(line < analysis.line_of(r) < analysis.line_of(first) for r in rebinds if id(r) not in wrapped):
         return None
     return first
