@@ -463,7 +463,9 @@ TENSOR_USE_ATTRS = frozenset(
 # `size` attribute look alike), and an attribute only a tensor has.
 TENSOR_ONLY_METHODS = frozenset(
     {"size", "dim", "ndimension", "unsqueeze", "permute", "contiguous", "numel", "detach", "element_size",
-     "new_zeros", "new_ones", "new_empty", "new_full"}
+     "new_zeros", "new_ones", "new_empty", "new_full",
+     # casts a module does not have (it has `float`, `half`, `double`), nor a NumPy array
+     "long", "int", "byte", "short", "char"}
 )  # fmt: skip
 TENSOR_ONLY_ATTRS = frozenset({"is_cuda"})
 # torch functions that return several tensors (or none), not one.

@@ -1442,7 +1442,12 @@ class ScopeEvaluator(TorchCalls):
             tensor = AbstractValue(Kind.TENSOR, CPU, False, node, Source.NUMPY, "an item of the dataset")
             return replace(OTHER, elements=(tensor, UNKNOWN))
         if value.holds_accel and value.kind is Kind.OTHER and value.elements is None:
-            return value  # an item of a dict of lists that got accelerator tensors may hold one
+            if len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:
+                key = node.slice[0].slice.value
+                if type(key) not in (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString):
+                    # an item of a list that got accelerator tensors may be one (`layers[l]`)
+                    return replace(value, kind=Kind.UNKNOWN, maybe_accel=True, origin=None, how="")
+            return value  # a field of a record, an item of a dict of lists: may hold one
         if value.kind is Kind.UNKNOWN and (value.device.known or value.maybe_accel) and _tensor_indexing(node):
             # `logits[..., :-1, :]`: only a tensor takes several indices, and it stays where it is
             return AbstractValue(Kind.TENSOR, value.device, None, value.origin, value.source, value.how,

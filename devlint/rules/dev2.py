@@ -196,6 +196,15 @@ class DiscardedTo(Rule):
 
     def visit_Expr(self, node: cst.Expr) -> None:
         call = node.value
+        wrapped = None
+        if (
+            type(call) is cst.Call
+            and self.ctx.qualify(call.func) == "torch.autograd.Variable"
+            and len(call.args) == 1
+            and not call.args[0].keyword
+            and not call.args[0].star
+        ):
+            wrapped, call = call, call.args[0].value  # `Variable(y.cuda())` alone on a line
         if type(call) is not cst.Call or type(call.func) is not cst.Attribute:
             return
         method = call.func.attr.value
@@ -206,10 +215,10 @@ class DiscardedTo(Rule):
         if not analysis.value_of(receiver).is_tensor:
             return
         target = dotted_name(receiver)
-        fix = FixPlan.safe(InsertBefore(call, f"{target} = ")) if target is not None else None
-        code = analysis.code(call)
+        fix = FixPlan.safe(InsertBefore(call, f"{target} = ")) if target is not None and wrapped is None else None
+        code = analysis.code(call if wrapped is None else wrapped)
         self.report(
-            call,
+            wrapped or call,
             f"`{code}` returns a moved copy that is thrown away; `{analysis.code(receiver, 40)}` stays where it is",
             fix,
         )
