@@ -96,9 +96,14 @@ class TorchCalls:
                 if self.is_module_method and self._is_self(func.value) and not callee.device.known:
                     callee = self._own_layer_call(node, callee, args, state)
                 return self._module_call(node, callee, args)
-            if func.attr.value == "forward" and receiver.is_module and not self._is_self(func.value):
+            if (
+                func.attr.value == "forward"
+                and receiver.is_module
+                and (not self._is_self(func.value) or self._left_on_cpu(receiver))
+            ):
                 # `model.forward(x)`: a call of the module, as `model(x)` (its parameters
-                # learn the arguments all the same)
+                # learn the arguments all the same); `self.forward(x)` in a method its
+                # callers call on a model left on the CPU (`model.infer_image(img)`)
                 forward = self._method_of_instance(receiver, "forward")
                 if forward is not None:
                     self.result.calls.append(CallRecord(forward, node, state.mark(), True, func.value))
@@ -252,6 +257,15 @@ class TorchCalls:
             head, _, attr = key.partition(".")
             if head == own and "." not in attr:
                 self.result.reads.add(f"{receiver.value}.{attr}")
+
+    def _left_on_cpu(self, own: AbstractValue) -> bool:
+        """Is `self`, in a method its caller called on a model of the file's class built
+        on the CPU, surely there: a class that neither places itself or its layers nor
+        moves its input in `forward`?"""
+        if not (own.device.is_cpu and own.source is Source.CONSTRUCTION and own.holds_params):
+            return False
+        cls = self.model.classes.get(own.instance_of) if own.instance_of else None
+        return cls is not None and not self.model.places_itself(cls) and not self.model.moves_its_input(own.instance_of)
 
     def _method_of_instance(self, value: AbstractValue, name: str) -> cst.FunctionDef | None:
         """Method `name` of the file's class that `value` is an instance of."""

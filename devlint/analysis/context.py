@@ -20,6 +20,7 @@ from devlint.analysis.guards import (
     cuda_flag_branch,
     exits_block,
     flag_assignments,
+    moving_flags,
     named_for_cuda,
     present,
 )
@@ -64,6 +65,7 @@ class FileContext:
         self._answers_for: cst.CSTNode | None = None
         self._answers: dict[str, Any] = {}
         self._top_classes: dict[str, cst.ClassDef] | None = None
+        self._moving_flags: frozenset[str] | None = None
 
     # -- names -----------------------------------------------------------------------
 
@@ -194,6 +196,12 @@ class FileContext:
                 found |= oracle.when_true(parent.test)
         return found
 
+    def moving_flags(self) -> frozenset[str]:
+        """The user's CUDA flags the file moves values under (`guards.moving_flags`)."""
+        if self._moving_flags is None:
+            self._moving_flags = moving_flags(self.tree.nodes)
+        return self._moving_flags
+
     def runs_without_accelerator(self, node: cst.CSTNode | None = None) -> bool:
         """Is `node` (default: the current node) in the branch an availability check
         leaves for machines without the accelerator: the body of `if not use_cuda:`, the
@@ -209,7 +217,7 @@ class FileContext:
                 if child is parent.orelse and implied.when_true and not implied.when_false:
                     return True
                 # the side a user's CUDA flag leaves (`if not use_gpu: return x.numpy()`)
-                flagged = None if implied.says_anything else cuda_flag_branch(parent.test)
+                flagged = None if implied.says_anything else cuda_flag_branch(parent.test, self.moving_flags())
                 if (child is parent.body and flagged == "orelse") or (child is parent.orelse and flagged == "body"):
                     return True
         return False

@@ -12,13 +12,13 @@ A guard protects its own backend only: `torch.backends.mps.is_available()` guard
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import libcst as cst
 
 from devlint.analysis import device_tables as T
-from devlint.analysis.tree import dotted_name, int_value, string_value
+from devlint.analysis.tree import dotted_name, int_value, string_value, walk
 
 
 # What a check of availability says when it is true: its backend is present. The
@@ -348,22 +348,18 @@ def exits_block(stmt: cst.BaseStatement) -> bool:
     return False
 
 
-def cuda_flag_branch(test: cst.BaseExpression) -> str | None:
+def cuda_flag_branch(test: cst.BaseExpression, moving: frozenset[str]) -> str | None:
     """The branch of `if test:` a user's CUDA flag puts on the accelerator: "body" for
-    `cuda`, `use_gpu`, `args.cuda`, "orelse" for `no_cuda`, `not args.cuda`. Not a guard
-    (SPEC §2: it may be set where there is no GPU), but the code it decides places values
-    together: `img = t.cpu() if cuda else t` is on the CPU either way when `t` was moved
-    under the same flag."""
+    `cuda`, `use_cuda`, `args.use_gpu`, "orelse" for `no_cuda`, `not args.cuda`, where the
+    flag is one of `moving` (see `moving_flags`). Not a guard (SPEC §2: it may be set where
+    there is no GPU), but the code it decides places values together: `img = t.cpu() if
+    cuda else t` is on the CPU either way when `t` was moved under the same flag."""
     negated = False
     while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
         test, negated = test.expression, not negated
-    if type(test) is cst.Attribute:
-        name = test.attr.value
-    elif type(test) is cst.Name:
-        name = test.value
-    else:
+    name = _flag_name(test)
+    if name is None or _flag_root(name) not in moving:
         return None
-    name = name.lower()
     if _NEGATIVE_CUDA_FLAG.fullmatch(name):
         negated = not negated
     elif not _CUDA_FLAG.fullmatch(name):
@@ -371,5 +367,46 @@ def cuda_flag_branch(test: cst.BaseExpression) -> str | None:
     return "orelse" if negated else "body"
 
 
-_CUDA_FLAG = re.compile(r"(?:use_?|with_?|on_?|enable_?)?(?:cuda|gpu)")
+def moving_flags(nodes: Iterable[cst.CSTNode]) -> frozenset[str]:
+    """The CUDA flags (by their root: `cuda` for `args.cuda`, `use_cuda`, `no_cuda`) that
+    some `if` or conditional expression of the file moves values under (`if args.cuda:
+    model.cuda()`, `x.cuda() if use_cuda else x`)."""
+    found = set()
+    for node in nodes:
+        if type(node) not in (cst.If, cst.IfExp):
+            continue
+        test = node.test
+        while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+            test = test.expression
+        name = _flag_name(test)
+        if name is None or not (_CUDA_FLAG.fullmatch(name) or _NEGATIVE_CUDA_FLAG.fullmatch(name)):
+            continue
+        arms = [node.body, node.orelse] if node.orelse is not None else [node.body]
+        if any(_moves(arm) for arm in arms):
+            found.add(_flag_root(name))
+    return frozenset(found)
+
+
+def _moves(node: cst.CSTNode) -> bool:
+    return any(
+        type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("cuda", "to")
+        for n in walk(node)
+    )
+
+
+def _flag_name(test: cst.BaseExpression) -> str | None:
+    if type(test) is cst.Attribute:
+        return test.attr.value.lower()
+    if type(test) is cst.Name:
+        return test.value.lower()
+    return None
+
+
+def _flag_root(name: str) -> str:
+    """`cuda` of `use_cuda`, `no_cuda`, `cuda`; `gpu` of `use_gpu`."""
+    return "gpu" if name.endswith("gpu") else "cuda"
+
+
+# a bare `gpu` is often a device index (`if args.gpu: model.cuda(args.gpu)`): not a flag
+_CUDA_FLAG = re.compile(r"(?:use_?|with_?|on_?|enable_?|is_)?cuda|(?:use_?|with_?|on_?|enable_?|is_)gpu")
 _NEGATIVE_CUDA_FLAG = re.compile(r"(?:no_?|not_?|disable_?|without_?)(?:cuda|gpu)")

@@ -624,7 +624,7 @@ class ScopeEvaluator(TorchCalls):
             return "body"
         if implied.when_false and not implied.when_true:
             return "orelse"
-        return cuda_flag_branch(test)
+        return cuda_flag_branch(test, self.model.ctx.moving_flags())
 
     def _instance_of_base(self, test: cst.BaseExpression, state: State) -> bool:
         """Is `test` `isinstance(x, C)` with `x` surely an instance of the file's class that
@@ -1208,6 +1208,13 @@ class ScopeEvaluator(TorchCalls):
             if found is not None:
                 return found
         attr = node.attr.value
+        if attr == "device" and receiver.kind is Kind.UNKNOWN:
+            owner = _parameters_owner(node.value)
+            module = self.result.values.get(id(owner), UNKNOWN) if owner is not None else UNKNOWN
+            if module.is_module and module.device.known:
+                # `next(self.parameters()).device`: where the module is
+                return AbstractValue(Kind.DEVICE, module.device, origin=module.origin, source=module.source,
+                                     how=module.how)  # fmt: skip
         if receiver.kind in (Kind.TENSOR, Kind.BATCH):
             if attr == "device":
                 device = receiver.device if receiver.device.known else accel(f"{key or 'tensor'}.device")
@@ -1599,6 +1606,22 @@ def _expression_children(node: cst.CSTNode):
             yield child
         else:
             yield from _expression_children(child)
+
+
+def _parameters_owner(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """`model` of `next(model.parameters())` (or `iter(...)`, `.buffers()`), else None."""
+    if type(node) is not cst.Call or type(node.func) is not cst.Name or node.func.value != "next" or not node.args:
+        return None
+    inner = node.args[0].value
+    if type(inner) is cst.Call and type(inner.func) is cst.Name and inner.func.value == "iter" and inner.args:
+        inner = inner.args[0].value
+    if (
+        type(inner) is cst.Call
+        and type(inner.func) is cst.Attribute
+        and inner.func.attr.value in ("parameters", "buffers")
+    ):
+        return inner.func.value
+    return None
 
 
 def _runs_as_script(test: cst.BaseExpression) -> bool:

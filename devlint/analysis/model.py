@@ -1077,8 +1077,13 @@ class FileModel(RelevanceGate, CallContexts):
             if type(child) is not cst.Call:
                 continue
             func = child.func
-            if type(func) is cst.Attribute and func.attr.value in T.MOVE_METHODS and dotted_name(func.value) in params:
-                return True
+            if type(func) is cst.Attribute and func.attr.value in T.MOVE_METHODS:
+                if dotted_name(func.value) in params:
+                    return True  # `x.to(...)`, `tokens.cpu()`
+                # `torch.Tensor(x).to(self.device)`, `x.float().cuda()`
+                placed = func.attr.value != "cpu" and (func.attr.value != "to" or self._moves_somewhere(child))
+                if placed and self._converted_root(func.value) in params:
+                    return True
             if keyword_arg(child, "device") is not None and any(dotted_name(a.value) in params for a in child.args):
                 return True
         return False
@@ -1093,6 +1098,20 @@ class FileModel(RelevanceGate, CallContexts):
             params = method.params.params
             self_name = params[0].name.value if params else None
             for child in self.ctx.tree.walk(method.body):
+                if type(child) is cst.Assign and type(child.value) is cst.Call and self._builds_layer(child.value):
+                    # `self.critic = nn.Sequential(*layers).to(self.device)`: a layer placed
+                    value = child.value.func
+                    moves = type(value) is cst.Attribute and value.attr.value in T.MOVE_METHODS
+                    if (
+                        moves
+                        and value.attr.value != "cpu"
+                        and (value.attr.value != "to" or self._moves_somewhere(child.value))
+                    ):
+                        if any(
+                            type(t.target) is cst.Attribute and dotted_name(t.target.value) == self_name
+                            for t in child.targets
+                        ):
+                            return True
                 if type(child) is not cst.Call:
                     continue
                 func = child.func
@@ -1107,6 +1126,36 @@ class FileModel(RelevanceGate, CallContexts):
                 ):
                     return True
         return any(self.places_itself(b, _seen | {id(node)}) for b in self.local_bases(node))
+
+    def _converted_root(self, node: cst.BaseExpression) -> str | None:
+        """`x` of `x.float()`, `torch.Tensor(x)`, `torch.as_tensor(x).float()`: the name a
+        chain of tensor methods and conversions starts from."""
+        for _ in range(8):
+            if type(node) is cst.Name:
+                return node.value
+            if type(node) is not cst.Call:
+                return None
+            qualified = self.qualify(node.func, frozenset())
+            if qualified is None and type(node.func) is cst.Attribute:
+                node = node.func.value  # `x.float()`, `x.view(-1)`
+            elif qualified in _CONVERSIONS and node.args and node.args[0].keyword is None:
+                node = node.args[0].value  # `torch.Tensor(x)`
+            else:
+                return None
+        return None
+
+    def _builds_layer(self, move: cst.Call) -> bool:
+        """Is `move` a move of a layer built right there (`nn.Sequential(...).to(d)`,
+        `Encoder(...).cuda()`)?"""
+        func = move.func
+        if type(func) is not cst.Attribute or type(func.value) is not cst.Call:
+            return False
+        built = func.value.func
+        if type(built) is cst.Name and built.value in self.classes:
+            return True
+        qualified = self.qualify(built, frozenset()) or ""
+        last = qualified.rsplit(".", 1)[-1]
+        return qualified.startswith("torch.nn.") and last[:1].isupper()
 
     def places_items(self, name: str, _seen: frozenset = frozenset()) -> bool:
         """Does the file's class `name` (a dataset) move tensors or build them on a chosen
@@ -1288,3 +1337,9 @@ def _handed_attributes(node: cst.CSTNode, node_type: type) -> list[tuple[str, st
     else:
         return []
     return [(v.value.value, v.attr.value) for v in values if type(v) is cst.Attribute and type(v.value) is cst.Name]
+
+
+_CONVERSIONS = frozenset(
+    {"torch.Tensor", "torch.tensor", "torch.as_tensor", "torch.from_numpy", "torch.FloatTensor", "torch.LongTensor",
+     "numpy.asarray", "numpy.array"}
+)  # fmt: skip

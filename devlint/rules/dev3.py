@@ -566,6 +566,11 @@ def _touched_elsewhere(ctx, within: cst.CSTNode, key: str, here: cst.CSTNode) ->
     return False
 
 
+# methods of a model that leave it where it is (not `apply`, `modules`, `parameters`,
+# through which code may move it)
+_KEEPING = frozenset({"eval", "train", "zero_grad", "state_dict", "load_state_dict", "forward", "requires_grad_"})
+
+
 def _moved_only_on_several(ctx, key: str) -> cst.Call | None:
     """The first move of `key` when every move of it in the file is in the arm of an
     `if torch.cuda.device_count() > 1:`."""
@@ -588,8 +593,8 @@ def _moved_only_on_several(ctx, key: str) -> cst.Call | None:
 
 def _kept_as_is(ctx, call: cst.Call, index: int) -> bool:
     """Is argument `index` of `call` handed to a plain class of the file (not a module)
-    that stores it as `self.<attr>` in `__init__` and only ever calls it, or calls its
-    methods other than moves (`self.model(x)`, `self.model.eval()`): an attack, an
+    that stores it as `self.<attr>` in `__init__` and only ever calls it, or calls methods
+    that leave it where it is (`self.model(x)`, `self.model.eval()`): an attack, an
     evaluator, a Grad-CAM that runs the model where it is?"""
     if type(call.func) is not cst.Name or ctx.is_local(call.func.value) or any(a.star for a in call.args):
         return False
@@ -634,7 +639,7 @@ def _kept_as_is(ctx, call: cst.Call, index: int) -> bool:
             func = node.func
             if dotted_name(func) == key:
                 plain.add(id(func))  # `self.model(adv)`
-            elif type(func) is cst.Attribute and dotted_name(func.value) == key and func.attr.value not in _MOVES:
+            elif type(func) is cst.Attribute and dotted_name(func.value) == key and func.attr.value in _KEEPING:
                 plain.add(id(func.value))  # `self.model.eval()`
     return every <= plain
 
