@@ -265,7 +265,10 @@ class TorchCalls:
         if not (own.device.is_cpu and own.source is Source.CONSTRUCTION and own.holds_params):
             return False
         cls = self.model.classes.get(own.instance_of) if own.instance_of else None
-        return cls is not None and not self.model.places_itself(cls) and not self.model.moves_its_input(own.instance_of)
+        if cls is None or self.model.places_itself(cls) or self.model.moves_its_input(own.instance_of):
+            return False
+        # a `device` property (`return next(self.parameters()).device`) says where the model is
+        return self.model.method(cls, "device") is None
 
     def _method_of_instance(self, value: AbstractValue, name: str) -> cst.FunctionDef | None:
         """Method `name` of the file's class that `value` is an instance of."""

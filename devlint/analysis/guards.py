@@ -375,23 +375,35 @@ def moving_flags(nodes: Iterable[cst.CSTNode]) -> frozenset[str]:
     for node in nodes:
         if type(node) not in (cst.If, cst.IfExp):
             continue
-        test = node.test
-        while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-            test = test.expression
-        name = _flag_name(test)
-        if name is None or not (_CUDA_FLAG.fullmatch(name) or _NEGATIVE_CUDA_FLAG.fullmatch(name)):
-            continue
-        arms = [node.body, node.orelse] if node.orelse is not None else [node.body]
-        if any(_moves(arm) for arm in arms):
-            found.add(_flag_root(name))
+        roots = set()
+        for test in _conjuncts(node.test):  # `args.cuda and torch.cuda.is_available()`: each part
+            while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+                test = test.expression
+            name = _flag_name(test)
+            if name is not None and (_CUDA_FLAG.fullmatch(name) or _NEGATIVE_CUDA_FLAG.fullmatch(name)):
+                roots.add(_flag_root(name))
+        if roots - found:
+            arms = [node.body, node.orelse] if node.orelse is not None else [node.body]
+            if any(_moves(arm) for arm in arms):
+                found |= roots
     return frozenset(found)
 
 
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        return [*_conjuncts(test.left), *_conjuncts(test.right)]
+    return [test]
+
+
 def _moves(node: cst.CSTNode) -> bool:
-    return any(
-        type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("cuda", "to")
-        for n in walk(node)
-    )
+    """Does `node` move values (`.cuda()`, `.to(...)`) or name the device they go to
+    (`"cuda" if args.cuda else "cpu"`)?"""
+    for n in walk(node):
+        if type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("cuda", "to"):
+            return True
+        if type(n) is cst.SimpleString and accelerator_type(string_value(n) or "") is not None:
+            return True
+    return False
 
 
 def _flag_name(test: cst.BaseExpression) -> str | None:

@@ -1081,7 +1081,7 @@ class FileModel(RelevanceGate, CallContexts):
                 if dotted_name(func.value) in params:
                     return True  # `x.to(...)`, `tokens.cpu()`
                 # `torch.Tensor(x).to(self.device)`, `x.float().cuda()`
-                placed = func.attr.value != "cpu" and (func.attr.value != "to" or self._moves_somewhere(child))
+                placed = func.attr.value != "to" or self._moves_somewhere(child)  # (`x.float().cpu()` too)
                 if placed and self._converted_root(func.value) in params:
                     return True
             if keyword_arg(child, "device") is not None and any(dotted_name(a.value) in params for a in child.args):

@@ -566,9 +566,12 @@ def _touched_elsewhere(ctx, within: cst.CSTNode, key: str, here: cst.CSTNode) ->
     return False
 
 
-# methods of a model that leave it where it is (not `apply`, `modules`, `parameters`,
-# through which code may move it)
-_KEEPING = frozenset({"eval", "train", "zero_grad", "state_dict", "load_state_dict", "forward", "requires_grad_"})
+# methods of a model that leave it where it is (not `apply`, `modules`, `children`, through
+# which code may move it; `parameters()` mostly feeds an optimizer)
+_KEEPING = frozenset(
+    {"eval", "train", "zero_grad", "state_dict", "load_state_dict", "forward", "requires_grad_", "parameters",
+     "named_parameters"}
+)  # fmt: skip
 
 
 def _moved_only_on_several(ctx, key: str) -> cst.Call | None:
