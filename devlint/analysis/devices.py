@@ -20,6 +20,7 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from devlint.analysis.lattice import UNKNOWN, AbstractValue, Conflict, Source
+from devlint.analysis.tree import dotted_name as _dotted
 
 
 if TYPE_CHECKING:
@@ -128,8 +129,41 @@ class DeviceAnalysis:
                     if conflict.kind == "module" and cpu.is_module and cpu.source is Source.CONSTRUCTION:
                         if cpu.origin is not None:
                             uses.setdefault(id(cpu.origin), []).append((conflict, scope))
+                        else:  # `self.model`, built by one of several constructions
+                            for origin in self._attribute_constructions(conflict.cpu.expr, scope):
+                                uses.setdefault(id(origin), []).append((conflict, scope))
             self._left_on_cpu = uses
         return self._left_on_cpu
+
+    def _attribute_constructions(self, expr: cst.BaseExpression, scope: cst.CSTNode) -> list[cst.Call]:
+        """The models `self.<attr>` (`expr`, in method `scope`) is built as, where each
+        assignment of the attribute in the class builds one on the CPU (`if name ==
+        "WaveMix": self.model = WaveMix() elif ...: self.model = SpinalVGG()`)."""
+        if type(expr) is not cst.Attribute or type(expr.value) is not cst.Name or type(scope) is not cst.FunctionDef:
+            return []
+        params = scope.params.params
+        if not params or params[0].name.value != expr.value.value:
+            return []
+        cls = self.class_of(scope)
+        if cls is None:
+            return []
+        key = f"{expr.value.value}.{expr.attr.value}"
+        built = []
+        for method, enclosing in self.ctx.tree.functions(cls):
+            if type(method) is not cst.FunctionDef:
+                continue
+            for node in self.ctx.tree.walk_scope(method):
+                if type(node) is not cst.Assign or not any(
+                    type(t.target) is cst.Attribute and _dotted(t.target) == key for t in node.targets
+                ):
+                    continue
+                value = self.scope(method, enclosing).values.get(id(node.value), UNKNOWN)
+                if not (value.is_module and value.origin is node.value and value.source is Source.CONSTRUCTION):
+                    return []
+                if not (value.device.is_cpu and value.holds_params):
+                    return []
+                built.append(node.value)
+        return built if len(built) > 1 else []
 
     def local_class(self, name: str) -> cst.ClassDef | None:
         """The class the file defines under `name` (the first one), or None."""

@@ -210,11 +210,20 @@ class GuardOracle:
 
     def several_devices(self, expr: cst.BaseExpression) -> bool:
         """Is `expr` a test for more than one accelerator (`torch.cuda.device_count() > 1`,
-        `>= 2`)? Its other branch runs on a machine with one as well as on one without."""
+        `>= 2`, `n_gpu > 1`, `len(args.gpu_ids) > 1`)? Its other branch runs on a machine
+        with one as well as on one without."""
         if type(expr) is not cst.Comparison or len(expr.comparisons) != 1:
             return False
         left, target = expr.left, expr.comparisons[0]
-        if type(left) is not cst.Call or self._qualify(left.func) not in _COUNTS:
+        if type(left) is cst.Call and type(left.func) is cst.Name and left.func.value == "len" and len(left.args) == 1:
+            counted = dotted_name(left.args[0].value) or ""  # `len(args.gpu_ids) > 1`
+            if not _GPU_LIST.fullmatch(counted.rsplit(".", 1)[-1].lower()):
+                return False
+        elif type(left) in (cst.Name, cst.Attribute):
+            counted = dotted_name(left) or ""  # `n_gpu > 1`, `args.ngpu > 1`
+            if not _GPU_COUNT.fullmatch(counted.rsplit(".", 1)[-1].lower()):
+                return False
+        elif type(left) is not cst.Call or self._qualify(left.func) not in _COUNTS:
             return False
         bound = int_value(target.comparator)
         op = type(target.operator)
@@ -418,6 +427,10 @@ def _flag_root(name: str) -> str:
     """`cuda` of `use_cuda`, `no_cuda`, `cuda`; `gpu` of `use_gpu`."""
     return "gpu" if name.endswith("gpu") else "cuda"
 
+
+# names of a number of GPUs (`n_gpu`, `args.ngpu`, `num_gpus`) and of a list of them (`gpu_ids`)
+_GPU_COUNT = re.compile(r"n_?gpus?|num_?gpus?|gpu_?count|n_?devices|num_?devices|device_count")
+_GPU_LIST = re.compile(r"gpus|gpu_?ids|device_?ids|devices")
 
 # a bare `gpu` is often a device index (`if args.gpu: model.cuda(args.gpu)`): not a flag
 _CUDA_FLAG = re.compile(r"(?:use_?|with_?|on_?|enable_?|is_)?cuda|(?:use_?|with_?|on_?|enable_?|is_)gpu")
