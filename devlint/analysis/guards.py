@@ -212,6 +212,9 @@ class GuardOracle:
         """Is `expr` a test for more than one accelerator (`torch.cuda.device_count() > 1`,
         `>= 2`, `n_gpu > 1`, `len(args.gpu_ids) > 1`)? Its other branch runs on a machine
         with one as well as on one without."""
+        if type(expr) is cst.BooleanOperation and type(expr.operator) is cst.And:
+            # `(device.type == "cuda") and (ngpu > 1)`
+            return self.several_devices(expr.left) or self.several_devices(expr.right)
         if type(expr) is not cst.Comparison or len(expr.comparisons) != 1:
             return False
         left, target = expr.left, expr.comparisons[0]
@@ -429,7 +432,7 @@ def _flag_root(name: str) -> str:
 
 
 # names of a number of GPUs (`n_gpu`, `args.ngpu`, `num_gpus`) and of a list of them (`gpu_ids`)
-_GPU_COUNT = re.compile(r"n_?gpus?|num_?gpus?|gpu_?count|n_?devices|num_?devices|device_count")
+_GPU_COUNT = re.compile(r"n_?gpus?|num_?gpus?|gpu_?count|n_?devices|num_?devices|device_count|world_size")
 _GPU_LIST = re.compile(r"gpus|gpu_?ids|device_?ids|devices")
 
 # a bare `gpu` is often a device index (`if args.gpu: model.cuda(args.gpu)`): not a flag

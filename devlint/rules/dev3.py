@@ -248,7 +248,8 @@ class BatchLeftOnCpu(Rule):
 class LoadWithoutMapLocation(Rule):
     """
     ## What it does
-    Checks for `torch.load` (and `torch.jit.load`) of a checkpoint without `map_location=`.
+    Checks for `torch.load` (and `torch.jit.load`, and `torch.hub.load_state_dict_from_url`,
+    which loads a download with `torch.load`) of a checkpoint without `map_location=`.
 
     A checkpoint is what the loaded object is used as: a state dict given to
     `load_state_dict` (directly, through a name, one of its entries, also bound to
@@ -292,11 +293,20 @@ class LoadWithoutMapLocation(Rule):
         self._uses: CheckpointUses | None = None
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.qualify(node.func) not in ("torch.load", "torch.jit.load"):
+        qualified = self.ctx.qualify(node.func)
+        if qualified in _URL_LOADERS:
+            # `load_state_dict_from_url(url, model_dir, map_location, ...)`: `torch.load` of a download
+            positional = [a for a in node.args if a.keyword is None and not a.star]
+            if not positional and not any(a.keyword is not None and a.keyword.value == "url" for a in node.args):
+                return
+            if len(positional) >= 3 or any(a.star for a in node.args):
+                return
+        elif qualified in ("torch.load", "torch.jit.load"):
+            positional = [a for a in node.args if a.keyword is None and not a.star]
+            if len(positional) != 1 or any(a.star for a in node.args):
+                return  # a second positional argument is the map_location
+        else:
             return
-        positional = [a for a in node.args if a.keyword is None and not a.star]
-        if len(positional) != 1 or any(a.star for a in node.args):
-            return  # a second positional argument is the map_location
         if any(a.keyword is not None and a.keyword.value == "map_location" for a in node.args):
             return
         if self.ctx.guards_backend("cuda"):
@@ -318,6 +328,16 @@ class LoadWithoutMapLocation(Rule):
             if device is not None:
                 fix = FixPlan.safe(InsertAfter(node.args[-1], f", map_location={device.code}"), *device.edits)
         self.report(node, message, fix)
+
+
+# `torch.load` of a downloaded file (their third positional parameter is `map_location`)
+_URL_LOADERS = frozenset(
+    {
+        "torch.hub.load_state_dict_from_url",
+        "torch.utils.model_zoo.load_url",
+        "torchvision.models.utils.load_state_dict_from_url",
+    }
+)
 
 
 class OptimizerBeforeMove(Rule):
@@ -581,7 +601,7 @@ def _moved_only_on_several(ctx, key: str) -> cst.Call | None:
     moves = [
         node
         for node in tree.walk(ctx.module)
-        if type(node) is cst.Call and _method_name(node) in _MOVES and dotted_name(node.func.value) == key
+        if type(node) is cst.Call and _method_name(node) in _MOVES and _moved_name(node.func.value) == key
     ]
     inside = {
         id(node)
@@ -592,6 +612,14 @@ def _moved_only_on_several(ctx, key: str) -> cst.Call | None:
     if not moves or any(id(move) not in inside for move in moves):
         return None
     return moves[0]
+
+
+def _moved_name(receiver: cst.BaseExpression) -> str | None:
+    """`model` of `model.cuda()`, and of `nn.DataParallel(model).cuda()` (a wrapper moves
+    the module it holds)."""
+    if type(receiver) is cst.Call and receiver.args and receiver.args[0].keyword is None:
+        return dotted_name(receiver.args[0].value)
+    return dotted_name(receiver)
 
 
 def _kept_as_is(ctx, call: cst.Call, index: int) -> bool:
