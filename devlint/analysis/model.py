@@ -1073,15 +1073,6 @@ class FileModel(RelevanceGate, CallContexts):
         if forward is None:
             return False
         params = {p.name.value for p in call_parameters(forward, True)}
-        self_name = forward.params.params[0].name.value if forward.params.params else None
-        copies = set()  # `h = x.float().cpu()`: names of CPU copies of the input
-        for child in self.ctx.tree.walk(forward.body):
-            if type(child) is cst.Assign and self._cpu_copy_of(child.value, params):
-                for target in child.targets:
-                    if type(target.target) is cst.Name:
-                        if target.target.value in params:
-                            return True  # `x = x.float().cpu()`
-                        copies.add(target.target.value)
         for child in self.ctx.tree.walk(forward.body):
             if type(child) is not cst.Call:
                 continue
@@ -1089,17 +1080,10 @@ class FileModel(RelevanceGate, CallContexts):
             if type(func) is cst.Attribute and func.attr.value in T.MOVE_METHODS:
                 if dotted_name(func.value) in params:
                     return True  # `x.to(...)`, `tokens.cpu()`
-                # `torch.Tensor(x).to(self.device)`, `x.float().cuda()`
-                placed = func.attr.value != "cpu" and (func.attr.value != "to" or self._moves_somewhere(child))
+                # `torch.Tensor(x).to(self.device)`, `x.float().cuda()`, `x.float().cpu()` (a CPU
+                # copy kept only for a log counts too: what the layers get is not followed)
+                placed = func.attr.value != "to" or self._moves_somewhere(child)
                 if placed and self._converted_root(func.value) in params:
-                    return True
-            # `self.fc(x.float().cpu())`: a CPU copy of the input is what the layer gets (a copy
-            # kept for a log or a statistic is not)
-            if type(func) is cst.Attribute and dotted_name(func.value) == self_name and self_name is not None:
-                if any(
-                    self._cpu_copy_of(a.value, params) or (type(a.value) is cst.Name and a.value.value in copies)
-                    for a in child.args
-                ):
                     return True
             if keyword_arg(child, "device") is not None and any(dotted_name(a.value) in params for a in child.args):
                 return True
@@ -1143,12 +1127,6 @@ class FileModel(RelevanceGate, CallContexts):
                 ):
                     return True
         return any(self.places_itself(b, _seen | {id(node)}) for b in self.local_bases(node))
-
-    def _cpu_copy_of(self, node: cst.BaseExpression, params: set[str]) -> bool:
-        """`x.float().cpu()`: a chain of a parameter ending in a move to the CPU."""
-        if type(node) is not cst.Call or type(node.func) is not cst.Attribute or node.func.attr.value != "cpu":
-            return False
-        return self._converted_root(node.func.value) in params
 
     def _converted_root(self, node: cst.BaseExpression) -> str | None:
         """`x` of `x.float()`, `torch.Tensor(x)`, `torch.as_tensor(x).float()`: the name a
