@@ -1161,6 +1161,15 @@ class TorchCalls:
                 self.bind(owner, moved, state)
                 self.moved_in_place(owner, moved)
                 self.move_aliases(dotted_name(owner), receiver, moved, state)
+            elif type(owner) is cst.Call and self.qualified(owner.func) in T.MODULE_WRAPPERS and owner.args:
+                # `nn.DataParallel(self.model).cuda()`: the wrapper moves the module it holds, in place
+                inner = owner.args[0].value if owner.args[0].keyword is None and not owner.args[0].star else None
+                held = self.result.values.get(id(inner), UNKNOWN) if inner is not None else UNKNOWN
+                if inner is not None and dotted_name(inner) is not None and held.is_module:
+                    placed = held.on(target, node, Source.MOVE, how)
+                    self.bind(inner, placed, state)
+                    self.moved_in_place(inner, placed)
+                    self.move_aliases(dotted_name(inner), held, placed, state)
         if not target.known:
             moved = replace(moved, origin=None, source=Source.NONE, how="")
         return moved
