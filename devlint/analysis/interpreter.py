@@ -660,7 +660,48 @@ class ScopeEvaluator(TorchCalls):
             self.bind_element(node.target, element, head, node.iter)
             return head
 
-        return self._loop(node, state, bind_target, node.body, node.orelse)
+        held, move = self._modules_walked(node, state)
+        after = self._loop(node, state, bind_target, node.body, node.orelse)
+        if held and move is not None and after is not None:
+            # `for m in (self.model, self.head): m.cuda()`: each module moved in place
+            moved = self.result.values.get(id(move))
+            if moved is not None and moved.device.known:
+                for expr, value in held:
+                    placed = value.on(moved.device, None, Source.MOVE, moved.how)
+                    self.bind(expr, placed, after)
+                    self.move_aliases(dotted_name(expr), value, placed, after)
+        return after
+
+    def _modules_walked(
+        self, node: cst.For, state: State
+    ) -> tuple[list[tuple[cst.BaseExpression, AbstractValue]], cst.Call | None]:
+        """The modules a loop over a literal tuple or list of names moves, each in place, by a
+        statement of its body (`for net in (G, D): net.to(device)`), and that move."""
+        if type(node.target) is not cst.Name or type(node.iter) not in (cst.Tuple, cst.List):
+            return [], None
+        name = node.target.value
+        moves = [
+            small.value
+            for statement in node.body.body
+            if type(statement) is cst.SimpleStatementLine
+            for small in statement.body
+            if type(small) is cst.Expr
+            and type(small.value) is cst.Call
+            and type(small.value.func) is cst.Attribute
+            and small.value.func.attr.value in T.MOVE_METHODS
+            and dotted_name(small.value.func.value) == name
+        ]
+        if len(moves) != 1:
+            return [], None
+        held = []
+        for element in node.iter.elements:
+            if type(element) is cst.StarredElement or dotted_name(element.value) is None:
+                return [], None
+            value = self.lookup(dotted_name(element.value), state)
+            if not value.is_module:
+                return [], None
+            held.append((element.value, value))
+        return held, moves[0]
 
     def stmt_While(self, node: cst.While, state: State) -> State | None:
         def test(head: State) -> State:
