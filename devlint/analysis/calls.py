@@ -1155,21 +1155,18 @@ class TorchCalls:
         if target is None:  # a dtype or memory-format conversion: stays where it is
             return receiver
         moved = receiver.on(target, node, Source.MOVE, how)
-        if receiver.kind is Kind.MODULE:
-            owner = _module_itself(receiver_expr)
-            if dotted_name(owner) is not None:  # Module.to / .cuda / .cpu move in place
-                self.bind(owner, moved, state)
-                self.moved_in_place(owner, moved)
-                self.move_aliases(dotted_name(owner), receiver, moved, state)
-            elif type(owner) is cst.Call and self.qualified(owner.func) in T.MODULE_WRAPPERS and owner.args:
-                # `nn.DataParallel(self.model).cuda()`: the wrapper moves the module it holds, in place
-                inner = owner.args[0].value if owner.args[0].keyword is None and not owner.args[0].star else None
-                held = self.result.values.get(id(inner), UNKNOWN) if inner is not None else UNKNOWN
-                if inner is not None and dotted_name(inner) is not None and held.is_module:
-                    placed = held.on(target, node, Source.MOVE, how)
-                    self.bind(inner, placed, state)
-                    self.moved_in_place(inner, placed)
-                    self.move_aliases(dotted_name(inner), held, placed, state)
+        if receiver.kind is Kind.MODULE:  # Module.to / .cuda / .cpu move in place
+            owner, held, placed = _module_itself(receiver_expr), receiver, moved
+            if type(owner) is cst.Call and self.qualified(owner.func) in T.MODULE_WRAPPERS and owner.args:
+                # `nn.DataParallel(self.model).cuda()`: the wrapper moves the module it holds
+                first = owner.args[0]
+                owner = first.value if first.keyword is None and not first.star else owner
+                held = self.result.values.get(id(owner), UNKNOWN)
+                placed = held.on(target, node, Source.MOVE, how)
+            if dotted_name(owner) is not None and held.is_module:
+                self.bind(owner, placed, state)
+                self.moved_in_place(owner, placed)
+                self.move_aliases(dotted_name(owner), held, placed, state)
         if not target.known:
             moved = replace(moved, origin=None, source=Source.NONE, how="")
         return moved

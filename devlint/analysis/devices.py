@@ -20,7 +20,7 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from devlint.analysis.lattice import UNKNOWN, AbstractValue, Conflict, Source
-from devlint.analysis.tree import dotted_name as _dotted
+from devlint.analysis.tree import dotted_name
 
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ class DeviceAnalysis:
                 continue
             for node in self.ctx.tree.walk_scope(method):
                 if type(node) is not cst.Assign or not any(
-                    type(t.target) is cst.Attribute and _dotted(t.target) == key for t in node.targets
+                    type(t.target) is cst.Attribute and dotted_name(t.target) == key for t in node.targets
                 ):
                     continue
                 value = self.scope(method, enclosing).values.get(id(node.value), UNKNOWN)

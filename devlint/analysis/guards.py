@@ -366,10 +366,7 @@ def cuda_flag_branch(test: cst.BaseExpression, moving: frozenset[str]) -> str | 
     flag is one of `moving` (see `moving_flags`). Not a guard (SPEC §2: it may be set where
     there is no GPU), but the code it decides places values together: `img = t.cpu() if
     cuda else t` is on the CPU either way when `t` was moved under the same flag."""
-    negated = False
-    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-        test, negated = test.expression, not negated
-    name = _flag_name(test)
+    name, negated = _flag_name(test)
     if name is None or _flag_root(name) not in moving:
         return None
     if _NEGATIVE_CUDA_FLAG.fullmatch(name):
@@ -389,9 +386,7 @@ def moving_flags(nodes: Iterable[cst.CSTNode]) -> frozenset[str]:
             continue
         roots = set()
         for test in _conjuncts(node.test):  # `args.cuda and torch.cuda.is_available()`: each part
-            while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-                test = test.expression
-            name = _flag_name(test)
+            name, _ = _flag_name(test)
             if name is not None and (_CUDA_FLAG.fullmatch(name) or _NEGATIVE_CUDA_FLAG.fullmatch(name)):
                 roots.add(_flag_root(name))
         if roots - found:
@@ -418,12 +413,16 @@ def _moves(node: cst.CSTNode) -> bool:
     return False
 
 
-def _flag_name(test: cst.BaseExpression) -> str | None:
+def _flag_name(test: cst.BaseExpression) -> tuple[str | None, bool]:
+    """The lowered name `test` reads (`cuda` of `not args.cuda`), and whether it is negated."""
+    negated = False
+    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        test, negated = test.expression, not negated
     if type(test) is cst.Attribute:
-        return test.attr.value.lower()
+        return test.attr.value.lower(), negated
     if type(test) is cst.Name:
-        return test.value.lower()
-    return None
+        return test.value.lower(), negated
+    return None, negated
 
 
 def _flag_root(name: str) -> str:

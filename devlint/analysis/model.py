@@ -1099,20 +1099,16 @@ class FileModel(RelevanceGate, CallContexts):
             params = method.params.params
             self_name = params[0].name.value if params else None
             for child in self.ctx.tree.walk(method.body):
-                if type(child) is cst.Assign and type(child.value) is cst.Call and self._builds_layer(child.value):
-                    # `self.critic = nn.Sequential(*layers).to(self.device)`: a layer placed
-                    value = child.value.func
-                    moves = type(value) is cst.Attribute and value.attr.value in T.MOVE_METHODS
-                    if (
-                        moves
-                        and value.attr.value != "cpu"
-                        and (value.attr.value != "to" or self._moves_somewhere(child.value))
-                    ):
-                        if any(
-                            type(t.target) is cst.Attribute and dotted_name(t.target.value) == self_name
-                            for t in child.targets
-                        ):
-                            return True
+                if (
+                    type(child) is cst.Assign
+                    and self._moves_off_cpu(child.value)
+                    and self._builds_layer(child.value)
+                    and any(
+                        type(t.target) is cst.Attribute and dotted_name(t.target.value) == self_name
+                        for t in child.targets
+                    )
+                ):
+                    return True  # `self.critic = nn.Sequential(*layers).to(self.device)`: a layer placed
                 if type(child) is not cst.Call:
                     continue
                 func = child.func
@@ -1169,14 +1165,20 @@ class FileModel(RelevanceGate, CallContexts):
             for child in self.ctx.tree.walk(method.body):
                 if type(child) is not cst.Call:
                     continue
-                func = child.func
-                if type(func) is cst.Attribute and func.attr.value in T.MOVE_METHODS and func.attr.value != "cpu":
-                    if func.attr.value != "to" or self._moves_somewhere(child):
-                        return True
+                if self._moves_off_cpu(child):
+                    return True
                 device = keyword_arg(child, "device")
                 if device is not None and string_value(device.value) != "cpu":
                     return True
         return any(self.places_items(b.name.value, _seen | {id(node)}) for b in self.local_bases(node))
+
+    def _moves_off_cpu(self, node: cst.BaseExpression) -> bool:
+        """Is `node` a move to a device other than the CPU (`x.cuda()`, `x.to(device)`, not
+        `x.cpu()` nor `x.to(torch.float32)`)?"""
+        if type(node) is not cst.Call or type(node.func) is not cst.Attribute:
+            return False
+        name = node.func.attr.value
+        return name in T.MOVE_METHODS and name != "cpu" and (name != "to" or self._moves_somewhere(node))
 
     def _moves_somewhere(self, call: cst.Call) -> bool:
         """Is `x.to(...)` a move to a device other than the CPU (not `.to(torch.float32)`)?"""

@@ -10,7 +10,15 @@ import libcst as cst
 from devlint.analysis import device_tables
 from devlint.analysis.devices import DeviceAnalysis
 from devlint.analysis.lattice import Conflict, Operand, Source
-from devlint.analysis.tree import Tree, apart, argument_for, bound_names, dotted_name, parameter_named
+from devlint.analysis.tree import (
+    Tree,
+    apart,
+    argument_for,
+    assignment_targets,
+    bound_names,
+    dotted_name,
+    parameter_named,
+)
 from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore, Replace, ReplaceUpTo
 from devlint.rules.base import Rule
 
@@ -925,18 +933,11 @@ class UnregisteredSubmodules(Rule):
         for node in self.ctx.tree.walk(method):
             if _registers(node, value.value):
                 return value  # also `setattr(self, f"fc{i}", fc)`: registered that way
-            if type(node) in (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.With, cst.NamedExpr):
-                targets = (
-                    [t.target for t in node.targets]
-                    if type(node) is cst.Assign
-                    else [node.target]
-                    if type(node) is not cst.With
-                    else [item.asname.name for item in node.items if item.asname is not None]
-                )
-                if any(value.value in bound_names(target) for target in targets):
-                    bound.append(node)
-            elif type(node) is cst.Param and node.name.value == value.value:
+            if type(node) is cst.Param and node.name.value == value.value:
                 return value
+            targets = [node.target] if type(node) is cst.NamedExpr else assignment_targets(node)
+            if any(value.value in bound_names(target) for target in targets):
+                bound.append(node)
         if len(bound) == 1 and type(bound[0]) is cst.Assign and len(bound[0].targets) == 1:
             return bound[0].value
         return value
