@@ -537,4 +537,10 @@ SIZED_VIEWS = frozenset({"view", "reshape", "expand", "repeat", "permute", "tile
 # `isinstance(x, torch.Tensor)`: what an arm guarded so knows `x` to be.
 TENSOR_CLASSES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 
+# `isinstance(x, np.ndarray)`: classes whose instances are never tensors nor hold any
+# (not `list`, `tuple`, `dict`: a batch is one)
+NON_TENSOR_CLASSES = frozenset(
+    {"numpy.ndarray", "numpy.generic", "PIL.Image.Image", "str", "bytes", "int", "float", "bool"}
+)
+
 PARAMETER_CLASSES = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter"})

@@ -561,12 +561,15 @@ class ScopeEvaluator(TorchCalls):
         self.tests.append(node.test)
         try:
             inside = state.copy()
-            narrowed = self._tensor_instance_test(node.test)
-            if narrowed is not None:
+            narrowed, tensor = self._instance_test(node.test)
+            if narrowed is not None and tensor:
                 # `if isinstance(s, torch.Tensor): s.to(device)`: in that arm `s` is a tensor
                 value = self.lookup(narrowed, inside)
                 if value.kind is Kind.UNKNOWN:
                     inside.set(narrowed, replace(value, kind=Kind.TENSOR))
+            elif narrowed is not None:
+                # `if isinstance(face, (np.ndarray, Image.Image)): np.float32(face)`: not a tensor there
+                inside.set(narrowed, OTHER)
             body = self.block(node.body, inside)
             orelse = state
             if node.orelse is not None:
@@ -604,16 +607,23 @@ class ScopeEvaluator(TorchCalls):
                 joined.set(name, made)  # `global model; if model is None: model = Net()`: what the first call built
         return joined
 
-    def _tensor_instance_test(self, test: cst.BaseExpression) -> str | None:
-        """The name `isinstance(name, torch.Tensor)` asks about, if that is the test."""
+    def _instance_test(self, test: cst.BaseExpression) -> tuple[str | None, bool]:
+        """(the name, True) where `test` is `isinstance(name, torch.Tensor)`, (the name,
+        False) where it asks for classes that are never tensors (`np.ndarray`, a PIL image,
+        `str`), (None, False) for anything else."""
         if type(test) is not cst.Call or type(test.func) is not cst.Name or test.func.value != "isinstance":
-            return None
+            return None, False
         if test.func.value in self.locals or len(test.args) != 2 or any(a.keyword or a.star for a in test.args):
-            return None
+            return None, False
         subject, kind = test.args[0].value, test.args[1].value
-        if type(subject) is not cst.Name or self.qualified(kind) not in T.TENSOR_CLASSES:
-            return None
-        return subject.value
+        if type(subject) is not cst.Name:
+            return None, False
+        if self.qualified(kind) in T.TENSOR_CLASSES:
+            return subject.value, True
+        kinds = [e.value for e in kind.elements] if type(kind) is cst.Tuple else [kind]
+        if kinds and all((self.qualified(k) or dotted_name(k)) in T.NON_TENSOR_CLASSES for k in kinds):
+            return subject.value, False
+        return None, False
 
     def _accelerated_branch(self, test: cst.BaseExpression) -> str | None:
         """Which branch of `if test:` runs only where an accelerator is present ("body"

@@ -76,6 +76,11 @@ class CallRerun:
     generic: ScopeResult
 
 
+# how deep `returns_for_call` follows a function's calls of other functions of the file
+# (`extract(img)` calls `crop(img)`, which calls `resize(img)`)
+_RERUN_DEPTH = 3
+
+
 class FileModel(RelevanceGate, CallContexts):
     """File-wide facts the scopes share, computed once."""
 
@@ -360,8 +365,13 @@ class FileModel(RelevanceGate, CallContexts):
         with these arguments (`rescale(img, ...)`, which returns what it computes from
         `img`). None where that cannot be asked (a call back into a running scope, a
         decorator that may change the result, the time budget spent)."""
-        if id(function) in self._running or self.out_of_time() or self._per_call > 0 or self._per_calls > 200:
-            return None  # not nested, and a few hundred per file at most
+        if (
+            id(function) in self._running
+            or self.out_of_time()
+            or self._per_call >= _RERUN_DEPTH
+            or self._per_calls > 200
+        ):
+            return None  # a few calls deep, and a few hundred per file at most
         if not decorator_names(function) <= _TRANSPARENT_DECORATORS or function.asynchronous is not None:
             return None
         passed = {name: value for name, value in arguments.items() if matters(value)}
@@ -1101,7 +1111,7 @@ class FileModel(RelevanceGate, CallContexts):
             for child in self.ctx.tree.walk(method.body):
                 if (
                     type(child) is cst.Assign
-                    and self._moves_off_cpu(child.value)
+                    and self.moves_off_cpu(child.value)
                     and self._builds_layer(child.value)
                     and any(
                         type(t.target) is cst.Attribute and dotted_name(t.target.value) == self_name
@@ -1165,14 +1175,14 @@ class FileModel(RelevanceGate, CallContexts):
             for child in self.ctx.tree.walk(method.body):
                 if type(child) is not cst.Call:
                     continue
-                if self._moves_off_cpu(child):
+                if self.moves_off_cpu(child):
                     return True
                 device = keyword_arg(child, "device")
                 if device is not None and string_value(device.value) != "cpu":
                     return True
         return any(self.places_items(b.name.value, _seen | {id(node)}) for b in self.local_bases(node))
 
-    def _moves_off_cpu(self, node: cst.BaseExpression) -> bool:
+    def moves_off_cpu(self, node: cst.BaseExpression) -> bool:
         """Is `node` a move to a device other than the CPU (`x.cuda()`, `x.to(device)`, not
         `x.cpu()` nor `x.to(torch.float32)`)?"""
         if type(node) is not cst.Call or type(node.func) is not cst.Attribute:
@@ -1185,6 +1195,8 @@ class FileModel(RelevanceGate, CallContexts):
         target = keyword_arg(call, "device") or next(iter(positional_args(call)), None)
         if target is None or string_value(target.value) == "cpu":
             return False
+        if (dotted_name(target.value) or "").endswith("dtype"):
+            return False  # `x.to(y.dtype)`
         qualified = self.qualify(target.value, frozenset()) or ""
         return not (qualified.startswith("torch.") and qualified[6:7].islower() and qualified != "torch.device")
 

@@ -306,8 +306,11 @@ class NumpyOnDevice(Rule):
             value = analysis.value_of(arg.value)
             if value.may_be_accel_tensor:
                 fix = None
-                if type(arg.value) in (cst.Name, cst.Attribute, cst.Call, cst.Subscript) and not self._parameter(
-                    arg.value
+                # not where some path may give an array or a picture, which has no `.cpu()`
+                if (
+                    value.tensor_like
+                    and type(arg.value) in (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
+                    and not self._parameter(arg.value)
                 ):
                     fix = FixPlan.safe(InsertAfter(arg.value, ".cpu()"))
                 tensor = analysis.code(arg.value, 40)
@@ -353,7 +356,8 @@ class UnregisteredModuleTensor(Rule):
     where the tensor is neither an `nn.Parameter` nor registered as a buffer.
 
     A class that manages the attribute itself elsewhere (a cache rebuilt where the input
-    is) is left alone; a move or a promotion that only some constructions take (`if
+    is, a table moved wherever it is read: `self.pe[: x.size(1)].to(x.device)`) is left
+    alone; a move or a promotion that only some constructions take (`if
     learn: self.logvar = nn.Parameter(self.logvar)`, `if cfg.gpu: self.mean =
     self.mean.cuda()`), another arm of the same `if`, or an assignment before it, does
     not manage it.
@@ -424,6 +428,8 @@ class UnregisteredModuleTensor(Rule):
         key = f"{target.value.value}.{attr}"
         if [other for other in others if not _left_plain_on_some_path(self.ctx, method, node, other, key, others)]:
             return  # managed by the class itself (a cache rebuilt or moved elsewhere)
+        if _moved_where_used(self.ctx, analysis, cls, attr):
+            return  # `self.pe[:n].to(x.device)`: the class places it on each use
         self_name = target.value.value
         where = f"on {value.device}" if value.device.known else "where it was built"
         if not at_construction:
@@ -561,6 +567,82 @@ def _other_assignments(tree: Tree, cls: cst.ClassDef, self_name: str, attr: str,
                 if dotted_name(target) == f"{self_name}.{attr}":
                     found.append((stmt, child.value))
     return found
+
+
+def _moved_where_used(ctx, analysis: DeviceAnalysis, cls: cst.ClassDef, attr: str) -> bool:
+    """Does every method that does not run at construction read `self.<attr>` only to
+    move it (`self.pe[: x.size(1)].to(x.device)`, `torch.LongTensor(self.adj[ids.cpu()]).cuda()`)?
+    Then the class places the tensor itself wherever it is used, and leaving it on the CPU
+    is its choice. A read that meets anything else first, or a table indexed by what may be
+    on the accelerator, is no such use."""
+    tree = ctx.tree
+    reads: list[cst.Attribute] = []
+    moved: set[int] = set()
+    for method in cls.body.body if type(cls.body) is cst.IndentedBlock else ():
+        if type(method) is not cst.FunctionDef or _runs_at_construction(tree, method, cls):
+            continue
+        params = method.params.params
+        if not params:
+            continue
+        key = f"{params[0].name.value}.{attr}"
+        for node in tree.walk(method.body):
+            if type(node) is cst.Attribute and node.attr.value == attr and dotted_name(node) == key:
+                reads.append(node)
+            elif (
+                type(node) is cst.Call
+                and type(node.func) is cst.Attribute
+                and (node.func.attr.value == "type_as" or analysis.model.moves_off_cpu(node))
+            ):
+                read = _moved_read(ctx, node.func.value)
+                if read is not None:
+                    moved.add(id(read))
+    return bool(reads) and all(id(read) in moved for read in reads)
+
+
+def _moved_read(ctx, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """What a move's receiver reads, through what keeps it apart from other tensors (views,
+    casts, `.data`, a legacy or `torch.tensor` copy, an index on the CPU): `self.pe` of
+    `self.pe[:, :n].float()`, None where the receiver combines it with anything."""
+    while True:
+        expr_type = type(expr)
+        if expr_type is cst.Subscript:
+            if not all(_cpu_index(element.slice) for element in expr.slice):
+                return None
+            expr = expr.value
+        elif expr_type is cst.Attribute and expr.attr.value in ("data", "T"):
+            expr = expr.value
+        elif (
+            expr_type is cst.Call
+            and type(expr.func) is cst.Attribute
+            and (expr.func.attr.value in device_tables.SHAPE_KEEPING or expr.func.attr.value in _VIEWS)
+        ):
+            expr = expr.func.value
+        elif (
+            expr_type is cst.Call
+            and len(expr.args) == 1
+            and expr.args[0].keyword is None
+            and (ctx.qualify(expr.func) or "") in _COPIES
+        ):
+            expr = expr.args[0].value
+        else:
+            return expr if expr_type is cst.Attribute else None
+
+
+_VIEWS = frozenset({"view", "reshape", "unsqueeze", "squeeze", "flatten", "expand", "permute", "transpose", "t"})
+_COPIES = device_tables.LEGACY_CPU_TYPES | {"torch.tensor", "torch.as_tensor"}
+
+
+def _cpu_index(index: cst.BaseSlice) -> bool:
+    """An index that is never on the accelerator: a slice, a number, `...`, `None`, or
+    what `.cpu()` returns."""
+    if type(index) is cst.Slice:
+        return True
+    value = index.value
+    if type(value) is cst.UnaryOperation:
+        value = value.expression
+    if type(value) in (cst.Integer, cst.Ellipsis) or (type(value) is cst.Name and value.value == "None"):
+        return True
+    return type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value == "cpu"
 
 
 def _is_none_test(test: cst.BaseExpression, key: str) -> bool:
