@@ -19,6 +19,7 @@ from devlint.analysis.lattice import (
     HOST_ARRAY,
     TENSOR_ITEMS,
     DISTRIBUTION,
+    CONSTANTS,
     NO_ITEMS,
     OTHER,
     UNKNOWN,
@@ -363,7 +364,10 @@ class TorchCalls:
                 arguments[arg.keyword.value] = (arg.value, value)
             elif index < len(names):
                 arguments[names[index]] = (arg.value, value)
-        values = {name: value for name, (_, value) in arguments.items()}
+        values = {name: _constant(expr, value) for name, (expr, value) in arguments.items()}
+        if not any(arg.star for arg in node.args):
+            for name, default in _constant_defaults(function).items():  # `def load(path, device=None)`
+                values.setdefault(name, default)
         for name in summary.moved_params:  # `prepare(model)` moves it in place
             if name in arguments:
                 self._moved_by(function, node, summary.moved_to.get(name), arguments[name], values, bound, state)
@@ -1382,6 +1386,21 @@ _READING_BUILTINS = frozenset(
     {"len", "print", "sum", "min", "max", "any", "all", "zip", "enumerate", "iter", "list", "tuple",
      "sorted", "reversed", "map", "filter", "isinstance", "str", "repr"}
 )  # fmt: skip
+
+
+def _constant(expr: cst.BaseExpression, value: AbstractValue) -> AbstractValue:
+    """An argument as a call passes it: the `None`, `True` or `False` it writes, else its value."""
+    return CONSTANTS.get(expr.value, value) if type(expr) is cst.Name else value
+
+
+def _constant_defaults(function: cst.FunctionDef) -> dict[str, AbstractValue]:
+    """The parameters of `function` that default to `None`, `True` or `False`, with it."""
+    params = function.params
+    return {
+        p.name.value: CONSTANTS[p.default.value]
+        for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+        if type(p.default) is cst.Name and p.default.value in CONSTANTS
+    }
 
 
 def _unmoved_host_tensor(operand: Operand) -> bool:

@@ -25,6 +25,9 @@ from devlint.analysis.lattice import (
     NO_ITEMS,
     NONE,
     OTHER,
+    TRUE,
+    FALSE,
+    CONSTANTS,
     UNKNOWN,
     UNKNOWN_DEVICE,
     AbstractValue,
@@ -312,6 +315,9 @@ class ScopeEvaluator(TorchCalls):
             entry = function.name.value in ENTRY_POINTS and self.is_module_method
             for name, passed in self.context.params.items():
                 assumed = self.params.get(name)
+                if any(passed is constant for constant in CONSTANTS.values()):
+                    self.params[name] = passed  # `to_numpy=True`: decides `if to_numpy:`
+                    continue
                 if entry and passed.tensor_like:
                     continue  # one call's tensors beside another's assumed devices would disagree
                 if assumed is not None and assumed is not OTHER:
@@ -557,6 +563,15 @@ class ScopeEvaluator(TorchCalls):
         if self._instance_of_base(node.test, state):
             # `if isinstance(data, Dataset):` with `data` an instance of the file's dataset class
             return self.block(node.body, state)
+        taken = self._constant_parameter_test(node.test, state)
+        if taken is True:
+            return self.block(node.body, state)
+        if taken is False:  # `if device is not None: x = x.to(device)`, called without `device`
+            if node.orelse is None:
+                return state
+            if type(node.orelse) is cst.If:
+                return self.stmt_If(node.orelse, state)
+            return self.block(node.orelse.body, state)
         self._branches += 1
         self.tests.append(node.test)
         try:
@@ -567,8 +582,9 @@ class ScopeEvaluator(TorchCalls):
                 value = self.lookup(narrowed, inside)
                 if value.kind is Kind.UNKNOWN:
                     inside.set(narrowed, replace(value, kind=Kind.TENSOR))
-            elif narrowed is not None:
+            elif narrowed is not None and self.lookup(narrowed, inside).kind not in (Kind.OTHER, Kind.DEVICE):
                 # `if isinstance(face, (np.ndarray, Image.Image)): np.float32(face)`: not a tensor there
+                # (a device string keeps what it names: `if isinstance(device, str):`)
                 inside.set(narrowed, OTHER)
             body = self.block(node.body, inside)
             orelse = state
@@ -606,6 +622,34 @@ class ScopeEvaluator(TorchCalls):
             ):
                 joined.set(name, made)  # `global model; if model is None: model = Net()`: what the first call built
         return joined
+
+    def _constant_parameter_test(self, test: cst.BaseExpression, state: State) -> bool | None:
+        """Whether `test` holds where it asks of a parameter this call gives (or leaves at
+        its default) `None`, `True` or `False` (`device is not None`, `keep`, `not to_numpy`);
+        None for any other test."""
+        negated = False
+        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+            test, negated = test.expression, True
+        asks_none = False  # `x is None` rather than `if x:`
+        if type(test) is cst.Comparison and len(test.comparisons) == 1:
+            target = test.comparisons[0]
+            if not (type(target.comparator) is cst.Name and target.comparator.value == "None"):
+                return None
+            if type(target.operator) is cst.IsNot:
+                negated = not negated
+            elif type(target.operator) is not cst.Is:
+                return None
+            test, asks_none = test.left, True
+        if type(test) is not cst.Name or test.value not in self.params:
+            return None
+        value = self.lookup(test.value, state)
+        if value is NONE:
+            holds = asks_none  # `None is None`; `None` is falsy
+        elif value is TRUE or value is FALSE:
+            holds = not asks_none and value is TRUE
+        else:
+            return None
+        return holds != negated
 
     def _instance_test(self, test: cst.BaseExpression) -> tuple[str | None, bool]:
         """(the name, True) where `test` is `isinstance(name, torch.Tensor)`, (the name,

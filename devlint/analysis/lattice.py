@@ -286,6 +286,10 @@ TENSOR_ITEMS = "tensor items"  # a torchvision dataset whose items are CPU tenso
 UNKNOWN = AbstractValue()
 OTHER = AbstractValue(Kind.OTHER)
 NONE = AbstractValue(Kind.OTHER, how="None")  # the literal: an attribute's placeholder until it is set
+TRUE = AbstractValue(Kind.OTHER, how="True")  # the literals, as one call passes them (`to_numpy=True`)
+FALSE = AbstractValue(Kind.OTHER, how="False")
+# what one call passes that decides an `if` of the function called: `if device is not None:`, `if keep:`
+CONSTANTS = {"None": NONE, "True": TRUE, "False": FALSE}
 NO_ITEMS = AbstractValue(Kind.OTHER, how="no items")
 HOST_ARRAY = AbstractValue(Kind.OTHER, how="a NumPy array")  # what NumPy gives: host data, never a tensor
 EMPTY_LIST = AbstractValue(Kind.OTHER, items=NO_ITEMS)

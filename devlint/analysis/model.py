@@ -14,6 +14,7 @@ import libcst as cst
 from devlint.analysis import device_tables as T
 from devlint.analysis.lattice import (
     NO_ITEMS,
+    CONSTANTS,
     NONE,
     OTHER,
     UNKNOWN,
@@ -374,7 +375,11 @@ class FileModel(RelevanceGate, CallContexts):
             return None  # a few calls deep, and a few hundred per file at most
         if not decorator_names(function) <= _TRANSPARENT_DECORATORS or function.asynchronous is not None:
             return None
-        passed = {name: value for name, value in arguments.items() if matters(value)}
+        # (a `None`, `True` or `False` given or left as the default decides the function's tests)
+        constants = CONSTANTS.values()
+        passed = {
+            name: value for name, value in arguments.items() if matters(value) or any(value is c for c in constants)
+        }
         if own is not None:
             me = self_name(function)  # none for a static or class method
             if me is None:

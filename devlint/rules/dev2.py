@@ -576,6 +576,12 @@ def _moved_where_used(ctx, analysis: DeviceAnalysis, cls: cst.ClassDef, attr: st
     is its choice. A read that meets anything else first, or a table indexed by what may be
     on the accelerator, is no such use."""
     tree = ctx.tree
+    inside = tree.span(cls)
+    for node in tree.nodes:
+        if type(node) is cst.Attribute and node.attr.value == attr and dotted_name(node.value) != "self":
+            at = tree.span(node)
+            if inside is None or at is None or not inside[0] <= at[0] < inside[1]:
+                return False  # `m.pe[:n]` read outside the class (not another class's own `self.pe`)
     reads: list[cst.Attribute] = []
     moved: set[int] = set()
     for method in cls.body.body if type(cls.body) is cst.IndentedBlock else ():
@@ -614,8 +620,12 @@ def _moved_read(ctx, expr: cst.BaseExpression) -> cst.BaseExpression | None:
         elif (
             expr_type is cst.Call
             and type(expr.func) is cst.Attribute
-            and (expr.func.attr.value in device_tables.SHAPE_KEEPING or expr.func.attr.value in _VIEWS)
+            and (
+                expr.func.attr.value in _VIEWS
+                or (expr.func.attr.value in device_tables.SHAPE_KEEPING and all(_literal(a.value) for a in expr.args))
+            )
         ):
+            # (sizes never meet the table; `.masked_fill(mask, 0)`, `.clamp(min=x.min())` may)
             expr = expr.func.value
         elif (
             expr_type is cst.Call
@@ -630,6 +640,17 @@ def _moved_read(ctx, expr: cst.BaseExpression) -> cst.BaseExpression | None:
 
 _VIEWS = frozenset({"view", "reshape", "unsqueeze", "squeeze", "flatten", "expand", "permute", "transpose", "t"})
 _COPIES = device_tables.LEGACY_CPU_TYPES | {"torch.tensor", "torch.as_tensor"}
+
+
+def _literal(expr: cst.BaseExpression) -> bool:
+    """A number, `True`/`False`/`None`, a string, or a dotted name such as `torch.float16`."""
+    if type(expr) is cst.UnaryOperation:
+        expr = expr.expression
+    if type(expr) in (cst.Integer, cst.Float, cst.SimpleString):
+        return True
+    if type(expr) is cst.Name:
+        return expr.value in ("True", "False", "None")
+    return type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "torch"
 
 
 def _cpu_index(index: cst.BaseSlice) -> bool:
