@@ -417,6 +417,14 @@ class TorchCalls:
                 return self.model.at_call(function, rerun, values, bound)
             if returned.device.is_cpu and accelerated:  # (a known CPU result: `summary.returns` is set)
                 return replace(returned, device=UNKNOWN_DEVICE, origin=None, how="")
+        elif not self.phase1 and _maybe_somewhere(returned) and any(_is_constant(v) for v in values.values()):
+            # `converter(batch)` of `__call__(self, batch, device=None)`, which moves what it
+            # makes only where it is given a device: this call's `None` decides it
+            own = self.result.values.get(id(receiver)) if bound and receiver is not None else None
+            if not bound or (own is not None and own.instance_of and not own.is_module):
+                rerun = self.model.returns_for_call(function, own, values, {})
+                if rerun is not None:
+                    return self.model.at_call(function, rerun, values, bound)
         if summary.returns is None:
             return None
         through = self.model.passed_on(function)
@@ -1391,6 +1399,15 @@ _READING_BUILTINS = frozenset(
 def _constant(expr: cst.BaseExpression, value: AbstractValue) -> AbstractValue:
     """An argument as a call passes it: the `None`, `True` or `False` it writes, else its value."""
     return CONSTANTS.get(expr.value, value) if type(expr) is cst.Name else value
+
+
+def _is_constant(value: AbstractValue) -> bool:
+    return any(value is constant for constant in CONSTANTS.values())
+
+
+def _maybe_somewhere(value: AbstractValue) -> bool:
+    """May `value`, or an item of it, be on the accelerator (and no more is known)?"""
+    return value.maybe_accel or (value.elements is not None and any(e.maybe_accel for e in value.elements))
 
 
 def _constant_defaults(function: cst.FunctionDef) -> dict[str, AbstractValue]:
