@@ -413,7 +413,7 @@ class TorchCalls:
             # given is where that tensor is. A CPU result for any caller (a CPU factory
             # times a parameter) is not one for a caller passing an accelerator tensor.
             rerun = self.model.returns_for_call(function, None, values, {})
-            if rerun is not None and (rerun.device.known or rerun.maybe_accel):
+            if rerun is not None and (rerun.device.known or rerun.maybe_accel or rerun.kind is Kind.OTHER):
                 return self.model.at_call(function, rerun, values, bound)
             if returned.device.is_cpu and accelerated:  # (a known CPU result: `summary.returns` is set)
                 return replace(returned, device=UNKNOWN_DEVICE, origin=None, how="")

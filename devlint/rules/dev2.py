@@ -577,8 +577,16 @@ def _moved_where_used(ctx, analysis: DeviceAnalysis, cls: cst.ClassDef, attr: st
     on the accelerator, is no such use."""
     tree = ctx.tree
     inside = tree.span(cls)
+    metadata: set[int] = set()  # `m.pe.shape`: where it lives does not matter
     for node in tree.nodes:
-        if type(node) is cst.Attribute and node.attr.value == attr and dotted_name(node.value) != "self":
+        if type(node) is cst.Attribute and node.attr.value in _METADATA and type(node.value) is cst.Attribute:
+            metadata.add(id(node.value))
+        elif (
+            type(node) is cst.Attribute
+            and node.attr.value == attr
+            and id(node) not in metadata
+            and dotted_name(node.value) not in _NOT_INSTANCES
+        ):
             at = tree.span(node)
             if inside is None or at is None or not inside[0] <= at[0] < inside[1]:
                 return False  # `m.pe[:n]` read outside the class (not another class's own `self.pe`)
@@ -638,6 +646,12 @@ def _moved_read(ctx, expr: cst.BaseExpression) -> cst.BaseExpression | None:
             return expr if expr_type is cst.Attribute else None
 
 
+_METADATA = frozenset({"shape", "dtype", "ndim", "size", "dim", "numel", "device", "is_cuda"})
+# receivers of attributes outside a class that are no instance of it: `self` (another
+# class's own), parsed arguments and configurations (`args.mask`)
+_NOT_INSTANCES = frozenset(
+    {"self", "args", "opt", "opts", "cfg", "config", "conf", "hparams", "hp", "params", "flags", "FLAGS", "options"}
+)
 _VIEWS = frozenset({"view", "reshape", "unsqueeze", "squeeze", "flatten", "expand", "permute", "transpose", "t"})
 _COPIES = device_tables.LEGACY_CPU_TYPES | {"torch.tensor", "torch.as_tensor"}
 
