@@ -383,6 +383,10 @@ GRAD_NORM_FUNCTIONS = frozenset(
 
 # Calls that run the model they are given on the example inputs given after it.
 TRACING_FUNCTIONS = frozenset({"torch.jit.trace", "torch.onnx.export"})
+# functions that give back the module they are handed, compiled, where it is
+COMPILING_FUNCTIONS = frozenset(
+    {"torch.compile", "torch.jit.script", "torch.jit.freeze", "torch.jit.optimize_for_inference"}
+)
 TRACING_METHODS = frozenset({"add_graph"})  # SummaryWriter.add_graph(model, input_to_model)
 # Keyword arguments that are a model's input wherever the model is from (Hugging Face names).
 MODEL_INPUT_KEYWORDS = frozenset({"input_ids", "pixel_values", "input_values", "input_features", "inputs_embeds"})
