@@ -1518,7 +1518,10 @@ class ScopeEvaluator(TorchCalls):
     def _check_index(self, node: cst.Subscript, value: AbstractValue) -> None:
         """Indexing with a CPU index or mask is legal: the result lives with the indexed
         tensor. A CPU tensor read at an accelerator index or mask fails."""
-        if value.is_tensor and value.device.is_cpu:
+        # (a value of unknown kind moved to the CPU is a tensor where a tensor indexes it: a
+        # module or a record is not indexed so)
+        moved_off = value.kind is Kind.UNKNOWN and value.source is Source.MOVE
+        if (value.is_tensor or moved_off) and value.device.is_cpu:
             for element in node.slice:
                 if type(element.slice) is cst.Index:
                     index = self.result.values.get(id(element.slice.value), UNKNOWN)

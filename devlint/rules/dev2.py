@@ -239,7 +239,8 @@ class NumpyOnDevice(Rule):
     tensor that is, or on some path may be, on an accelerator.
 
     The implicit conversions are `np.array(t)`, `np.mean([... t ...])`, `plt.plot(t)`, and
-    the plotting methods of a matplotlib `Axes` (`ax.imshow(t)`, `axes[0].plot(t)`).
+    the plotting methods of a matplotlib `Axes` (`ax.imshow(t)`, `axes[0].plot(t)`,
+    `axs.flatten()[i].imshow(t)`).
 
     ## Why is this bad?
     NumPy arrays live in host memory: `.numpy()` on a CUDA or MPS tensor raises
@@ -335,8 +336,12 @@ class NumpyOnDevice(Rule):
         if type(func) is not cst.Attribute or func.attr.value not in device_tables.AXES_PLOTTING_METHODS:
             return False
         receiver = func.value
-        while type(receiver) is cst.Subscript:
-            receiver = receiver.value
+        while type(receiver) is cst.Subscript or (
+            type(receiver) is cst.Call
+            and type(receiver.func) is cst.Attribute
+            and receiver.func.attr.value in ("flatten", "ravel")
+        ):  # `axes[0, 1]`, `axs.flatten()[i]`
+            receiver = receiver.value if type(receiver) is cst.Subscript else receiver.func.value
         if type(receiver) is not cst.Name or not _AXES_NAME.match(receiver.value):
             return False
         if self._imports_matplotlib is None:
