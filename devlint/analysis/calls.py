@@ -636,10 +636,12 @@ class TorchCalls:
         if qualified in T.TRACING_FUNCTIONS:
             return self._traced(node, args)
         if qualified in T.COMPILING_FUNCTIONS and args and node.args[0].keyword is None:
-            # `torch.jit.script(model)`, `torch.compile(model)`: the model, compiled, where it is
+            # `torch.jit.script(model)`, `torch.compile(model)`: the model, compiled, where it
+            # is; it shares the model's parameters (a move of either moves both), where
+            # `torch.jit.freeze` bakes them into constants of a new module
             module = args[0]
             if module.is_module and module.holds_params:
-                return replace(module, origin=node, how="")
+                return module if qualified in T.SHARING_COMPILERS else replace(module, origin=node, how="")
         if qualified in T.GRAD_NORM_FUNCTIONS and node.args:
             # `clip_grad_norm_(model.parameters(), c)`: the total norm, a 0-dim tensor where
             # the parameters are

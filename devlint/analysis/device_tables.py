@@ -387,6 +387,7 @@ TRACING_FUNCTIONS = frozenset({"torch.jit.trace", "torch.onnx.export"})
 COMPILING_FUNCTIONS = frozenset(
     {"torch.compile", "torch.jit.script", "torch.jit.freeze", "torch.jit.optimize_for_inference"}
 )
+SHARING_COMPILERS = frozenset({"torch.compile", "torch.jit.script"})
 TRACING_METHODS = frozenset({"add_graph"})  # SummaryWriter.add_graph(model, input_to_model)
 # Keyword arguments that are a model's input wherever the model is from (Hugging Face names).
 MODEL_INPUT_KEYWORDS = frozenset({"input_ids", "pixel_values", "input_values", "input_features", "inputs_embeds"})

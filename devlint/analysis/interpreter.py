@@ -1127,12 +1127,12 @@ class ScopeEvaluator(TorchCalls):
 
     def move_aliases(self, key: str | None, old: AbstractValue, new: AbstractValue, state: State) -> None:
         """A model moved in place moves wherever else it is held: `runner.model` bound from
-        `Runner(model)` before `model.to(device)` is the same object."""
+        `Runner(model)` before `model.to(device)` is the same object, and so are `unopt` of
+        `unopt = model` and `compiled` of `compiled = torch.compile(model)`."""
         if old.origin is None or key is None:
             return
-        for alias in [k for k in state.dotted if k != key]:
-            held = state.env.get(alias)
-            if held is not None and held.origin is old.origin and held.kind is old.kind and held.device == old.device:
+        for alias, held in list(state.env.items()):
+            if alias != key and held.origin is old.origin and held.kind is old.kind and held.device == old.device:
                 state.set(alias, new)
 
     def moved_in_place(self, target: cst.BaseExpression, moved: AbstractValue | None = None) -> None:
