@@ -32,6 +32,7 @@ from devlint.analysis.lattice import (
     Source,
     accel,
     disagree,
+    is_constant,
     join_devices,
     join_items,
 )
@@ -417,7 +418,7 @@ class TorchCalls:
                 return self.model.at_call(function, rerun, values, bound)
             if returned.device.is_cpu and accelerated:  # (a known CPU result: `summary.returns` is set)
                 return replace(returned, device=UNKNOWN_DEVICE, origin=None, how="")
-        elif not self.phase1 and _maybe_somewhere(returned) and any(_is_constant(v) for v in values.values()):
+        elif not self.phase1 and _maybe_somewhere(returned) and any(is_constant(v) for v in values.values()):
             # `converter(batch)` of `__call__(self, batch, device=None)`, which moves what it
             # makes only where it is given a device: this call's `None` decides it
             own = self.result.values.get(id(receiver)) if bound and receiver is not None else None
@@ -1406,10 +1407,6 @@ _READING_BUILTINS = frozenset(
 def _constant(expr: cst.BaseExpression, value: AbstractValue) -> AbstractValue:
     """An argument as a call passes it: the `None`, `True` or `False` it writes, else its value."""
     return CONSTANTS.get(expr.value, value) if type(expr) is cst.Name else value
-
-
-def _is_constant(value: AbstractValue) -> bool:
-    return any(value is constant for constant in CONSTANTS.values())
 
 
 def _maybe_somewhere(value: AbstractValue) -> bool:

@@ -27,7 +27,6 @@ from devlint.analysis.lattice import (
     OTHER,
     TRUE,
     FALSE,
-    CONSTANTS,
     UNKNOWN,
     UNKNOWN_DEVICE,
     AbstractValue,
@@ -37,6 +36,7 @@ from devlint.analysis.lattice import (
     Operand,
     Source,
     accel,
+    is_constant,
     join_items,
     join_symbolic,
 )
@@ -315,7 +315,7 @@ class ScopeEvaluator(TorchCalls):
             entry = function.name.value in ENTRY_POINTS and self.is_module_method
             for name, passed in self.context.params.items():
                 assumed = self.params.get(name)
-                if any(passed is constant for constant in CONSTANTS.values()):
+                if is_constant(passed):
                     self.params[name] = passed  # `to_numpy=True`: decides `if to_numpy:`
                     continue
                 if entry and passed.tensor_like:

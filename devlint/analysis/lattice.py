@@ -290,6 +290,13 @@ TRUE = AbstractValue(Kind.OTHER, how="True")  # the literals, as one call passes
 FALSE = AbstractValue(Kind.OTHER, how="False")
 # what one call passes that decides an `if` of the function called: `if device is not None:`, `if keep:`
 CONSTANTS = {"None": NONE, "True": TRUE, "False": FALSE}
+
+
+def is_constant(value: AbstractValue) -> bool:
+    """Is `value` one of the `CONSTANTS` (the object itself: an `OTHER` equal to it is not)?"""
+    return value is NONE or value is TRUE or value is FALSE
+
+
 NO_ITEMS = AbstractValue(Kind.OTHER, how="no items")
 HOST_ARRAY = AbstractValue(Kind.OTHER, how="a NumPy array")  # what NumPy gives: host data, never a tensor
 EMPTY_LIST = AbstractValue(Kind.OTHER, items=NO_ITEMS)

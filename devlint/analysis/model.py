@@ -14,7 +14,6 @@ import libcst as cst
 from devlint.analysis import device_tables as T
 from devlint.analysis.lattice import (
     NO_ITEMS,
-    CONSTANTS,
     NONE,
     OTHER,
     UNKNOWN,
@@ -25,6 +24,7 @@ from devlint.analysis.lattice import (
     Kind,
     Operand,
     accel,
+    is_constant,
 )
 from devlint.analysis.tree import (
     assignment_targets,
@@ -376,10 +376,7 @@ class FileModel(RelevanceGate, CallContexts):
         if not decorator_names(function) <= _TRANSPARENT_DECORATORS or function.asynchronous is not None:
             return None
         # (a `None`, `True` or `False` given or left as the default decides the function's tests)
-        constants = CONSTANTS.values()
-        passed = {
-            name: value for name, value in arguments.items() if matters(value) or any(value is c for c in constants)
-        }
+        passed = {name: value for name, value in arguments.items() if matters(value) or is_constant(value)}
         if own is not None:
             me = self_name(function)  # none for a static or class method
             if me is None:
