@@ -324,7 +324,9 @@ class TorchCalls:
                         device = UNKNOWN_DEVICE  # Net(device=d) may build its layers there
                     return AbstractValue(Kind.MODULE, device, None, node, Source.CONSTRUCTION, f"{name}()",
                                          holds_params=self.model.holds_params(local_class),
-                                         instance_of=name)  # fmt: skip
+                                         instance_of=name,
+                                         # `if torch.cuda.is_available(): self.cuda()` in `__init__`
+                                         maybe_accel=self.model.moves_itself(local_class))  # fmt: skip
                 return AbstractValue(Kind.OTHER, instance_of=name)
             if name == "next" and args and args[0].kind is Kind.DATALOADER:
                 if not args[0].device.is_cpu:  # its `collate_fn` places the batch
@@ -593,6 +595,14 @@ class TorchCalls:
                 self._check_maybe_operands(node, tensors + maybe)
         elif torch_layer and len(tensors) > 1:
             self._check_operands(node, tensors, elementwise=False)  # `self.lstm(x, (h0, c0))`
+        if module.instance_of and self.model.moves_its_input(module.instance_of):
+            # its `forward` puts its input where the model is (`x = x.cuda()`): so is its output,
+            # wherever the input was, unless it hands it back on the CPU (`return out.cpu()`)
+            forward = self._method_of_instance(module, "forward")
+            summary = self.model.summary_of(forward) if forward is not None else None
+            if summary is not None and summary.returns is not None and summary.returns.device.is_cpu:
+                return summary.returns
+            return AbstractValue(maybe_accel=True) if module.maybe_accel else UNKNOWN
         known = [o.value for o in tensors if o.value.device.known]
         if known and layer != T.MOVES_INPUTS:
             deciding = [v for v in known if v.device.is_accel] or known

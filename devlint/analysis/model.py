@@ -1101,6 +1101,29 @@ class FileModel(RelevanceGate, CallContexts):
                 return True
         return False
 
+    def moves_itself(self, node: cst.ClassDef) -> bool:
+        """Does the class's `__init__` (or a local base's) move the instance to an
+        accelerator it names (`if torch.cuda.is_available(): self.cuda()`,
+        `self.to("cuda" if ... else "cpu")`)? Then an instance may be there as soon as it
+        is built. Not `self.to(device)` of a device it is given or reads off another module."""
+        for cls in [*self.local_bases(node), node]:
+            init = self.method(cls, "__init__")
+            params = init.params.params if init is not None else ()
+            if not params:
+                continue
+            me = params[0].name.value
+            for child in self.ctx.tree.walk(init.body):
+                if (
+                    type(child) is cst.Call
+                    and type(child.func) is cst.Attribute
+                    and type(child.func.value) is cst.Name
+                    and child.func.value.value == me
+                    and self.moves_off_cpu(child)
+                    and (child.func.attr.value != "to" or _names_an_accelerator(self.ctx.module, child))
+                ):
+                    return True
+        return False
+
     def places_itself(self, node: cst.ClassDef, _seen: frozenset = frozenset()) -> bool:
         """Does the class move itself or its layers, or build them on a chosen device
         (`self.to(device)`, `self.lstm = self.lstm.cuda()`, `nn.Linear(..., device=device)`,
@@ -1360,3 +1383,13 @@ _CONVERSIONS = frozenset(
     {"torch.Tensor", "torch.tensor", "torch.as_tensor", "torch.from_numpy", "torch.FloatTensor", "torch.LongTensor",
      "numpy.asarray", "numpy.array"}
 )  # fmt: skip
+
+
+def _names_an_accelerator(module: cst.Module, call: cst.Call) -> bool:
+    """Does `x.to(...)` name the accelerator itself (`"cuda"`, `torch.device("cuda:0")`, a
+    choice on `torch.cuda.is_available()`), not a device it was given?"""
+    target = keyword_arg(call, "device") or next(iter(positional_args(call)), None)
+    if target is None:
+        return False
+    text = module.code_for_node(target.value)
+    return "cuda" in text or "is_available" in text
