@@ -595,14 +595,19 @@ class TorchCalls:
                 self._check_maybe_operands(node, tensors + maybe)
         elif torch_layer and len(tensors) > 1:
             self._check_operands(node, tensors, elementwise=False)  # `self.lstm(x, (h0, c0))`
-        if module.instance_of and self.model.moves_its_input(module.instance_of):
-            # its `forward` puts its input where the model is (`x = x.cuda()`): so is its output,
-            # wherever the input was, unless it hands it back on the CPU (`return out.cpu()`)
+        if module.maybe_accel and module.instance_of and self.model.moves_its_input(module.instance_of):
+            # a model that placed itself and whose `forward` puts its input where it is (`x =
+            # x.cuda()`): its output is there too, wherever the input was, where `forward`
+            # returns a tensor (not `out.cpu()`, `.item()`, an array or a tuple)
             forward = self._method_of_instance(module, "forward")
             summary = self.model.summary_of(forward) if forward is not None else None
-            if summary is not None and summary.returns is not None and summary.returns.device.is_cpu:
-                return summary.returns
-            return AbstractValue(maybe_accel=True) if module.maybe_accel else UNKNOWN
+            returned = summary.returns if summary is not None else None
+            if returned is not None and returned.elements is not None:  # `return h, h.cpu().numpy()`
+                return replace(returned, elements=tuple(_where_placed(item) for item in returned.elements))
+            if returned is not None:
+                placed = _where_placed(returned)
+                if placed is not returned or returned.device.is_cpu:
+                    return placed
         known = [o.value for o in tensors if o.value.device.known]
         if known and layer != T.MOVES_INPUTS:
             deciding = [v for v in known if v.device.is_accel] or known
@@ -1412,6 +1417,14 @@ _READING_BUILTINS = frozenset(
     {"len", "print", "sum", "min", "max", "any", "all", "zip", "enumerate", "iter", "list", "tuple",
      "sorted", "reversed", "map", "filter", "isinstance", "str", "repr"}
 )  # fmt: skip
+
+
+def _where_placed(value: AbstractValue) -> AbstractValue:
+    """What a self-placing model's `forward` returns, as its caller sees it: a tensor it did
+    not put on the CPU may be on the accelerator; a CPU tensor, an array, a number stay."""
+    if value.device.is_cpu or value.kind not in (Kind.TENSOR, Kind.UNKNOWN) or value.elements is not None:
+        return value
+    return AbstractValue(value.kind, maybe_accel=True)
 
 
 def _constant(expr: cst.BaseExpression, value: AbstractValue) -> AbstractValue:

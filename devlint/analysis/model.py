@@ -1112,7 +1112,7 @@ class FileModel(RelevanceGate, CallContexts):
             if not params:
                 continue
             me = params[0].name.value
-            for child in self.ctx.tree.walk(init.body):
+            for child in self._unconditional_or_available(init):
                 if (
                     type(child) is cst.Call
                     and type(child.func) is cst.Attribute
@@ -1123,6 +1123,25 @@ class FileModel(RelevanceGate, CallContexts):
                 ):
                     return True
         return False
+
+    def _unconditional_or_available(self, function: cst.FunctionDef) -> list[cst.CSTNode]:
+        """The nodes of `function`'s body outside any `if`, or inside `if`s that test only
+        whether an accelerator is available (not a flag: `if use_cuda: self.cuda()`)."""
+        tree = self.ctx.tree
+        nodes = tree.walk_scope(function)
+        flagged = [
+            span
+            for span in (
+                tree.span(n) for n in nodes if type(n) is cst.If and not _asks_availability(n.test, self.qualify)
+            )
+            if span is not None
+        ]
+        found = []
+        for node in nodes:
+            at = tree.span(node)
+            if at is None or not any(start < at[0] < end for start, end in flagged):
+                found.append(node)
+        return found
 
     def places_itself(self, node: cst.ClassDef, _seen: frozenset = frozenset()) -> bool:
         """Does the class move itself or its layers, or build them on a chosen device
@@ -1387,9 +1406,22 @@ _CONVERSIONS = frozenset(
 
 def _names_an_accelerator(module: cst.Module, call: cst.Call) -> bool:
     """Does `x.to(...)` name the accelerator itself (`"cuda"`, `torch.device("cuda:0")`, a
-    choice on `torch.cuda.is_available()`), not a device it was given?"""
+    choice on `torch.cuda.is_available()`), not a device it was given (`self.to(device)`,
+    `self.to(args.cuda_device)`)?"""
     target = keyword_arg(call, "device") or next(iter(positional_args(call)), None)
     if target is None:
         return False
-    text = module.code_for_node(target.value)
-    return "cuda" in text or "is_available" in text
+    value = target.value
+    if type(value) is cst.Call and dotted_name(value.func) in ("torch.device", "device") and value.args:
+        value = value.args[0].value  # `torch.device("cuda" if ... else "cpu")`
+    if type(value) is cst.IfExp:
+        return "is_available" in module.code_for_node(value.test)
+    return (string_value(value) or "").startswith("cuda")
+
+
+def _asks_availability(test: cst.BaseExpression, qualify) -> bool:
+    """Is `test` only `torch.cuda.is_available()` (or `torch.accelerator.is_available()`)?"""
+    return type(test) is cst.Call and (qualify(test.func, frozenset()) or "") in (
+        "torch.cuda.is_available",
+        "torch.accelerator.is_available",
+    )
