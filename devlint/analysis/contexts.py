@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from devlint.analysis.lattice import UNKNOWN, AbstractValue, Kind, accel
+from devlint.analysis.lattice import HOST_ARRAY, UNKNOWN, AbstractValue, Kind, accel
 from devlint.analysis.tree import call_parameters, decorator_names, dotted_name
 
 if TYPE_CHECKING:
@@ -53,6 +53,8 @@ def matters(value: AbstractValue) -> bool:
         return True
     if value.instance_of:
         return True  # `agent` of the file's `Agent`: its methods run where its models are
+    if value == HOST_ARRAY:
+        return True  # `names[order]` in the callee: NumPy reads a tensor index with `.numpy()`
     return value.elements is not None and any(matters(item) for item in value.elements)
 
 

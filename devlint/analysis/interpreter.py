@@ -582,6 +582,8 @@ class ScopeEvaluator(TorchCalls):
                 value = self.lookup(narrowed, inside)
                 if value.kind is Kind.UNKNOWN:
                     inside.set(narrowed, replace(value, kind=Kind.TENSOR))
+                elif value.kind is Kind.OTHER:  # what this file's calls pass is no tensor; another's may be
+                    inside.set(narrowed, AbstractValue(Kind.TENSOR))
             elif narrowed is not None and self.lookup(narrowed, inside).kind not in (Kind.OTHER, Kind.DEVICE):
                 # `if isinstance(face, (np.ndarray, Image.Image)): np.float32(face)`: not a tensor there
                 # (a device string keeps what it names: `if isinstance(device, str):`)

@@ -9,7 +9,7 @@ import libcst as cst
 
 from devlint.analysis import device_tables
 from devlint.analysis.devices import DeviceAnalysis
-from devlint.analysis.lattice import Conflict, Operand, Source
+from devlint.analysis.lattice import HOST_ARRAY, Conflict, Operand, Source
 from devlint.analysis.tree import (
     Tree,
     apart,
@@ -240,7 +240,8 @@ class NumpyOnDevice(Rule):
 
     The implicit conversions are `np.array(t)`, `np.mean([... t ...])`, `plt.plot(t)`, and
     the plotting methods of a matplotlib `Axes` (`ax.imshow(t)`, `axes[0].plot(t)`,
-    `axs.flatten()[i].imshow(t)`).
+    `axs.flatten()[i].imshow(t)`), and a NumPy array read at a tensor's indices
+    (`names[losses.argsort()]`).
 
     ## Why is this bad?
     NumPy arrays live in host memory: `.numpy()` on a CUDA or MPS tensor raises
@@ -287,6 +288,29 @@ class NumpyOnDevice(Rule):
         where = f"lives on {value.device}" if value.device.is_accel else "may live on an accelerator"
         message = f"`.numpy()` on `{receiver}`, which {where}: NumPy needs it on the CPU"
         self.report(node, message, FixPlan.safe(Replace(func.attr, "cpu().numpy")))
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        """`names[order]`, a NumPy array read at a tensor's indices: NumPy converts the
+        index with `.numpy()` too (not a 0-dim one, which it reads with `__index__`)."""
+        analysis = DeviceAnalysis.of(self.ctx)
+        if analysis.value_of(node.value) != HOST_ARRAY:
+            return
+        for element in node.slice:
+            if type(element.slice) is not cst.Index:
+                continue
+            index = analysis.value_of(element.slice.value)
+            if index.may_be_accel_tensor and index.zero_dim is not True and not index.element:
+                fix = None
+                if index.tensor_like and type(element.slice.value) in (cst.Name, cst.Attribute, cst.Call):
+                    fix = FixPlan.safe(InsertAfter(element.slice.value, ".cpu()"))
+                code = analysis.code(element.slice.value, 40)
+                self.report(
+                    node,
+                    f"NumPy reads `{analysis.code(node.value, 30)}` at `{code}` with `.numpy()`, and it may live "
+                    "on an accelerator: move the index to the CPU first",
+                    fix,
+                )
+                return
 
     def _parameter(self, expr: cst.BaseExpression) -> bool:
         """A parameter of the function around: other callers (other modules too) may hand
