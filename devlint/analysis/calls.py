@@ -37,7 +37,7 @@ from devlint.analysis.lattice import (
     join_items,
 )
 from devlint.analysis.contexts import CallRecord, self_name
-from devlint.analysis.tree import code_of_name, dotted_name, keyword_arg, positional_args, string_value
+from devlint.analysis.tree import code_of_name, dotted_name, keyword_arg, move_target, positional_args, string_value
 
 if TYPE_CHECKING:
     from devlint.analysis.interpreter import State
@@ -1174,7 +1174,7 @@ class TorchCalls:
         elif name == "to":
             target = self._to_target(node, receiver, state)
         elif name == "to_empty":
-            device_arg = keyword_arg(node, "device") or next(iter(positional_args(node)), None)
+            device_arg = move_target(node)
             target = self.device_at(device_arg.value, state) if device_arg is not None else UNKNOWN_DEVICE
         else:
             positional = positional_args(node)

@@ -632,19 +632,20 @@ class ScopeEvaluator(TorchCalls):
         negated = False
         if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
             test, negated = test.expression, True
-        asks_none = False  # `x is None` rather than `if x:`
-        if type(test) is cst.Comparison and len(test.comparisons) == 1:
-            target = test.comparisons[0]
-            if not (type(target.comparator) is cst.Name and target.comparator.value == "None"):
+        asks_none = type(test) is cst.Comparison  # `x is None` rather than `if x:`
+        if asks_none:
+            compared = _none_comparison(test)
+            if compared is None:
                 return None
-            if type(target.operator) is cst.IsNot:
-                negated = not negated
-            elif type(target.operator) is not cst.Is:
-                return None
-            test, asks_none = test.left, True
-        if type(test) is not cst.Name or test.value not in self.params:
+            name, is_not = compared
+            negated ^= is_not
+        elif type(test) is cst.Name:
+            name = test.value
+        else:
             return None
-        value = self.lookup(test.value, state)
+        if name not in self.params:
+            return None
+        value = self.lookup(name, state)
         if value is NONE:
             holds = asks_none  # `None is None`; `None` is falsy
         elif value is TRUE or value is FALSE:
@@ -1639,15 +1640,20 @@ def _plain_type(node: cst.BaseExpression) -> bool:
 
 def _none_tested(node: cst.If) -> str | None:
     """`h` of `if h is None:` without an `else`."""
-    test = node.test
-    if node.orelse is not None or type(test) is not cst.Comparison or len(test.comparisons) != 1:
+    compared = _none_comparison(node.test) if node.orelse is None else None
+    return compared[0] if compared is not None and not compared[1] else None
+
+
+def _none_comparison(test: cst.BaseExpression) -> tuple[str, bool] | None:
+    """(`h`, False) for `h is None`, (`h`, True) for `h is not None`; None for any other test."""
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1 or type(test.left) is not cst.Name:
         return None
     target = test.comparisons[0]
-    if type(target.operator) is not cst.Is or type(target.comparator) is not cst.Name:
+    if type(target.comparator) is not cst.Name or target.comparator.value != "None":
         return None
-    if target.comparator.value != "None" or type(test.left) is not cst.Name:
+    if type(target.operator) not in (cst.Is, cst.IsNot):
         return None
-    return test.left.value
+    return test.left.value, type(target.operator) is cst.IsNot
 
 
 def _tensor_indexing(node: cst.Subscript) -> bool:

@@ -33,6 +33,7 @@ from devlint.analysis.tree import (
     decorator_names,
     dotted_name,
     keyword_arg,
+    move_target,
     positional_args,
     statement_suites,
     statements,
@@ -1236,7 +1237,7 @@ class FileModel(RelevanceGate, CallContexts):
 
     def _moves_somewhere(self, call: cst.Call) -> bool:
         """Is `x.to(...)` a move to a device other than the CPU (not `.to(torch.float32)`)?"""
-        target = keyword_arg(call, "device") or next(iter(positional_args(call)), None)
+        target = move_target(call)
         if target is None or string_value(target.value) == "cpu":
             return False
         if (dotted_name(target.value) or "").endswith("dtype"):
@@ -1408,7 +1409,7 @@ def _names_an_accelerator(module: cst.Module, call: cst.Call) -> bool:
     """Does `x.to(...)` name the accelerator itself (`"cuda"`, `torch.device("cuda:0")`, a
     choice on `torch.cuda.is_available()`), not a device it was given (`self.to(device)`,
     `self.to(args.cuda_device)`)?"""
-    target = keyword_arg(call, "device") or next(iter(positional_args(call)), None)
+    target = move_target(call)
     if target is None:
         return False
     value = target.value

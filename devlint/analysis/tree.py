@@ -455,6 +455,12 @@ def positional_args(call: cst.Call) -> list[cst.Arg]:
     return [a for a in call.args if a.keyword is None and not a.star]
 
 
+def move_target(call: cst.Call) -> cst.Arg | None:
+    """What `x.to(...)` (or `to_empty`) is given as the device: its `device=`, else its
+    first positional argument (which may also be a dtype or a tensor)."""
+    return keyword_arg(call, "device") or next(iter(positional_args(call)), None)
+
+
 def decorator_names(function: cst.FunctionDef) -> set[str | None]:
     """The decorators as dotted names, a call by its callee (`@torch.no_grad()` is
     `torch.no_grad`); None for one that is no dotted name."""
