@@ -728,6 +728,14 @@ class FileModel(RelevanceGate, CallContexts):
                 bases.append(base)
         return bases
 
+    def is_test_case(self, node: cst.ClassDef, _seen: frozenset = frozenset()) -> bool:
+        """A `unittest.TestCase` (`absltest.TestCase`, `tf.test.TestCase`...), itself or
+        through the file's classes."""
+        if any((dotted_name(arg.value) or "").rsplit(".", 1)[-1] == "TestCase" for arg in node.bases):
+            return True
+        seen = _seen | {id(node)}
+        return any(id(b) not in seen and self.is_test_case(b, seen) for b in self.local_bases(node))
+
     def is_module_class(self, node: cst.ClassDef, *, strict: bool = False, _seen: frozenset = frozenset()) -> bool:
         key = (id(node), strict)
         cached = self._module_classes.get(key)
@@ -1276,6 +1284,8 @@ class FileModel(RelevanceGate, CallContexts):
         try:
             for cls in [*self.local_bases(node), node]:
                 for method in self._methods(cls):
+                    if method.name.value.startswith("test") and self.is_test_case(node):
+                        continue  # each test runs on what setUp built: it leaves nothing for the others
                     if self.is_relevant(method, building=True):
                         result = ScopeEvaluator(self, method, [], phase1=True).run()
                         # what the method leaves (`self.cpc = CPC(); self.cpc.to(d)` leaves it moved)
