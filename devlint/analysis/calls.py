@@ -302,6 +302,11 @@ class TorchCalls:
         callee = self._module_if_evident(callee, func)
         if callee.is_module:
             return self._module_call(node, callee, args)
+        if self._type_of_tensor(func):
+            # `type(x.data)(n, 1)`: PyTorch 0.3's way to build where `x` is; since 0.4 the type
+            # of every tensor is `torch.Tensor`, which builds on the default device
+            code = self.model.ctx.module.code_for_node(func)
+            return AbstractValue(Kind.TENSOR, state.default, _legacy_rank(node), node, Source.FACTORY, f"{code}(...)")
         if _registry_model(func) and keyword_arg(node, "device") is None:
             # `models.__dict__[args.arch](pretrained=True)`: a model, built where models are
             code = self.model.ctx.module.code_for_node(func.value)
@@ -344,6 +349,14 @@ class TorchCalls:
             if any(v.may_be_accel_tensor for a, v in zip(node.args, args) if a.keyword is None):
                 return AbstractValue(maybe_accel=True)
         return UNKNOWN
+
+    def _type_of_tensor(self, func: cst.BaseExpression) -> bool:
+        """`type(x)` of a tensor `x` (or of `x.data`)."""
+        if type(func) is not cst.Call or type(func.func) is not cst.Name or func.func.value != "type":
+            return False
+        if "type" in self.shadowed or len(func.args) != 1 or func.args[0].keyword is not None:
+            return False
+        return self.result.values.get(id(func.args[0].value), UNKNOWN).tensor_like
 
     def _call_function(self, node: cst.Call, function: cst.FunctionDef, args: list[AbstractValue], state: State,
                        *, bound: bool, receiver: cst.BaseExpression | None = None) -> AbstractValue | None:  # fmt: skip
