@@ -207,7 +207,8 @@ def _is_device_target(ctx: FileContext, target: cst.BaseExpression) -> bool:
         name = target.attr.value
     else:
         return False
-    return name in ("device", ctx.config.device_name) or name.endswith("_device")
+    name = name.lower()  # `DEVICE = "cuda"`, `TRAIN_DEVICE`: a constant is a device all the same
+    return name in ("device", ctx.config.device_name.lower()) or name.endswith("_device")
 
 
 _CONFIG_ROOTS = frozenset({"self", "args", "opt", "opts", "cfg", "config", "options", "hparams", "params", "conf"})

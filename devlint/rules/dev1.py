@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from devlint.analysis import device_tables, versions
-from devlint.analysis.guards import accelerator_type, named_for_cuda
+from devlint.analysis.guards import AVAILABILITY_CALLS, accelerator_type, named_for_cuda
 from devlint.analysis.literals import (
     DEVICE_KEYWORDS,
     VARIABLE,
@@ -17,7 +17,7 @@ from devlint.analysis.literals import (
     torch_device_call,
 )
 from devlint.analysis.tree import dotted_name, int_value, keyword_arg, string_value
-from devlint.fix.plan import FixPlan, InsertBeforeEnd, NodeEdit, Replace, ReplaceSpan
+from devlint.fix.plan import FixPlan, InsertAfter, InsertBeforeEnd, NodeEdit, Replace, ReplaceSpan
 from devlint.rules.base import Rule
 
 _PARALLEL = frozenset(
@@ -100,6 +100,15 @@ class HardcodedDevice(Rule):
             return  # `"cuda" if torch.cuda.is_available() else "cpu"`: only used where it exists
         if self.ctx.config.is_enabled("DEV502") and _chosen_by_chain(self.ctx):
             return  # DEV502's: the whole choice becomes torch.accelerator
+        uncalled = self._uncalled_check(node) if found.cpu_alternative else None
+        if uncalled is not None:
+            check = self.ctx.module.code_for_node(uncalled)
+            message = (
+                f"hardcoded device {found.text} chosen by `{check}` without a call: a function is always true, "
+                f"so {found.text} is chosen everywhere; call it: `{check}()`"
+            )
+            self.report(node, message, FixPlan.safe(InsertAfter(uncalled, "()")))
+            return
         if found.cpu_alternative:
             message = (
                 f"hardcoded device {found.text} chosen by a test that is no {found.kind} availability check: "
@@ -108,6 +117,17 @@ class HardcodedDevice(Rule):
         else:
             message = f"hardcoded device {found.text}: use a device chosen at run time"
         self.report(node, message, self._fix(found))
+
+    def _uncalled_check(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
+        """`"cuda" if torch.cuda.is_available else "cpu"`: the availability check the
+        choice around `node` names without calling it (the function object is truthy)."""
+        for ancestor in reversed(self.ctx.ancestors):
+            if type(ancestor) is cst.IfExp:
+                test = ancestor.test  # (under a `not`, the literal is never chosen)
+                return test if self.ctx.qualify(test) in AVAILABILITY_CALLS else None
+            if isinstance(ancestor, cst.BaseStatement):
+                return None
+        return None
 
     def _fix(self, found: DeviceLiteral) -> FixPlan | None:
         if found.nested or found.index == VARIABLE:
