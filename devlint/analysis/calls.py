@@ -350,6 +350,19 @@ class TorchCalls:
                 return AbstractValue(maybe_accel=True)
         return UNKNOWN
 
+    def _argument(self, name: str, expr: cst.BaseExpression, value: AbstractValue, state: State) -> AbstractValue:
+        """What a function of the file is given for parameter `name`: a device for a
+        device parameter (`preprocess(obs, device=self.device)` builds where `self.device`
+        names, as `torch.tensor(..., device=self.device)` would)."""
+        value = _constant(expr, value)
+        if value.device.known or is_constant(value) or value.kind not in (Kind.UNKNOWN, Kind.OTHER, Kind.DEVICE):
+            return value
+        if name == "dev" or "device" in name.lower():
+            device = self.device_at(expr, state)
+            if device.known:
+                return AbstractValue(Kind.DEVICE, device)
+        return value
+
     def _type_of_tensor(self, func: cst.BaseExpression) -> bool:
         """`type(x)` of a tensor `x` (or of `x.data`)."""
         if type(func) is not cst.Call or type(func.func) is not cst.Name or func.func.value != "type":
@@ -380,7 +393,7 @@ class TorchCalls:
                 arguments[arg.keyword.value] = (arg.value, value)
             elif index < len(names):
                 arguments[names[index]] = (arg.value, value)
-        values = {name: _constant(expr, value) for name, (expr, value) in arguments.items()}
+        values = {name: self._argument(name, expr, value, state) for name, (expr, value) in arguments.items()}
         if not any(arg.star for arg in node.args):
             for name, default in _constant_defaults(function).items():  # `def load(path, device=None)`
                 values.setdefault(name, default)
@@ -1270,6 +1283,10 @@ class TorchCalls:
             return OTHER
         if name == "type_as":
             other = args[0] if args else UNKNOWN
+            if other.device.known and receiver.device.known and other.device != receiver.device:
+                # `labels.to(device).type_as(reals)` of a CPU `reals`: moved back to the CPU here
+                how = f".type_as({code_of_name(node.args[0].value, self.model.ctx.module)})"
+                return replace(receiver, device=other.device, origin=node, source=Source.MOVE, how=how)
             return replace(receiver, device=other.device, origin=other.origin, source=other.source, how=other.how)
         if name.startswith("new_"):
             device_arg = keyword_arg(node, "device")

@@ -211,6 +211,7 @@ class ScopeEvaluator(TorchCalls):
         self.opaque: set[str] = set()
         self.generated: dict[int, AbstractValue] = {}  # a call of a generator of this file -> what it yields
         self._branches = 0  # how many `if` arms (or conditional expressions) the evaluation is inside
+        self._settled_branches = 0  # of those, the `if self.use_memory:` arms every call takes alike
         self.tests: list[cst.BaseExpression] = []  # the tests of the `if` statements around
         # names bound to a wrapped iteration (`pbar = tqdm(enumerate(loader))`), by name
         self.wrapped_iterables: dict[str, cst.Call] = {}
@@ -495,7 +496,11 @@ class ScopeEvaluator(TorchCalls):
                     else:
                         self.wrapped_iterables.pop(target.target.value, None)
             if value.instance_of and type(node.value) is cst.Call and type(node.targets[-1].target) is cst.Name:
-                self._constructed(node.targets[-1].target.value, node.value, value, state)
+                call = node.value
+                while type(call.func) is cst.Attribute and type(call.func.value) is cst.Call:
+                    call = call.func.value  # `GCN(adj, 4).to(device)`: the construction's arguments
+                if dotted_name(call.func) == value.instance_of:
+                    self._constructed(node.targets[-1].target.value, call, value, state)
         elif type(node) is cst.AnnAssign:
             if node.value is not None:
                 value = self.eval(node.value, state)
@@ -572,7 +577,9 @@ class ScopeEvaluator(TorchCalls):
             if type(node.orelse) is cst.If:
                 return self.stmt_If(node.orelse, state)
             return self.block(node.orelse.body, state)
+        settled = self._settled_test(node.test)
         self._branches += 1
+        self._settled_branches += settled
         self.tests.append(node.test)
         try:
             inside = state.copy()
@@ -597,6 +604,7 @@ class ScopeEvaluator(TorchCalls):
                     orelse = self.block(node.orelse.body, state.copy())
         finally:
             self._branches -= 1
+            self._settled_branches -= settled
             self.tests.pop()
         if self.model.ctx.guards.several_devices(node.test):
             # `if torch.cuda.device_count() > 1: net = DataParallel(net); net.to(device)`: a
@@ -922,7 +930,7 @@ class ScopeEvaluator(TorchCalls):
             if head == self.self_name and not self.phase1 and self.cls is not None and "." not in attr:
                 self.result.reads.add(key)
                 value = self.model.summary(self.cls).get(attr, UNKNOWN)
-                if type(self.scope) is cst.FunctionDef and not self._branches:
+                if type(self.scope) is cst.FunctionDef and self._branches == self._settled_branches:
                     # read before this method sets it, on the path every call takes: on its
                     # first call, what `__init__` left (an arm of an `if` may be for later calls)
                     first = self.model.first_call_value(self.cls, attr, self.scope)
@@ -1434,6 +1442,31 @@ class ScopeEvaluator(TorchCalls):
         return held
 
     eval_ListComp = eval_SetComp = eval_GeneratorExp = eval_DictComp = _comprehension
+
+    def _settled_test(self, test: cst.BaseExpression) -> bool:
+        """Does every call of this method take the same arm of `if test:`? So for a test of
+        the object's configuration (`if self.acmodel.use_memory:`): attributes of `self`
+        that only `__init__` sets, combined with `not`, `and`, `or`."""
+        if self.cls is None or self.self_name is None:
+            return False
+        changed = self.model.changed_after_init(self.cls)
+        if changed is None:
+            return False
+
+        def settled(expr: cst.BaseExpression) -> bool:
+            if type(expr) is cst.UnaryOperation and type(expr.operator) is cst.Not:
+                return settled(expr.expression)
+            if type(expr) is cst.BooleanOperation:
+                return settled(expr.left) and settled(expr.right)
+            if type(expr) is not cst.Attribute:
+                return False
+            while type(expr.value) is cst.Attribute:
+                expr = expr.value
+            return (
+                type(expr.value) is cst.Name and expr.value.value == self.self_name and expr.attr.value not in changed
+            )
+
+        return settled(test)
 
     def eval_NamedExpr(self, node: cst.NamedExpr, state: State) -> AbstractValue:
         value = self.eval(node.value, state)
