@@ -9,7 +9,7 @@ import libcst as cst
 
 from devlint.analysis import device_tables
 from devlint.analysis.devices import DeviceAnalysis
-from devlint.analysis.lattice import HOST_ARRAY, Conflict, Operand, Source
+from devlint.analysis.lattice import HOST_ARRAY, AbstractValue, Conflict, Operand, Source
 from devlint.analysis.tree import (
     Tree,
     apart,
@@ -443,6 +443,17 @@ class UnregisteredModuleTensor(Rule):
         if not at_construction and not self._built_once(target):
             return
         value = analysis.value_of(value_node)
+        construction = None
+        if (
+            type(value_node) is cst.Name
+            and method.name.value == "__init__"
+            and value.source in (Source.PARAMETER, Source.NONE)
+            and value_node.value in analysis.model.parameter_names(method, True)
+        ):
+            # `self.gso = gso`: the tensor every construction in the file hands in
+            handed = self._constructed_with(analysis, cls, method, value_node.value)
+            if handed is not None:
+                value, construction = handed
         if not value.is_tensor or value.is_parameter:
             return
         if value.source not in (Source.FACTORY, Source.NUMPY, Source.MOVE):
@@ -476,6 +487,9 @@ class UnregisteredModuleTensor(Rule):
             for stmt, value in others
             if stmt is method
         )
+        if construction is not None:
+            code = analysis.code(construction, 40)
+            where += f" (handed in by `{code}`, line {analysis.line_of(construction)})"
         message = (
             f"`{self_name}.{attr}` is a tensor the module does not own: `.to(device)` leaves it "
             f"{where}; register it as a buffer"
@@ -487,6 +501,56 @@ class UnregisteredModuleTensor(Rule):
             opening = f'{self_name}.register_buffer("{attr}", '
             fix = FixPlan.unsafe(ReplaceUpTo(node, value_node, opening), InsertAfter(value_node, ", persistent=False)"))
         self.report(node, message, fix)
+
+    def _constructed_with(
+        self, analysis: DeviceAnalysis, cls: cst.ClassDef, init: cst.FunctionDef, name: str, depth: int = 0
+    ) -> tuple[AbstractValue, cst.Call] | None:
+        """The CPU tensor each construction of `cls` in the file passes for `__init__`'s
+        parameter `name`, when every one passes a tensor it built (`STGCN(n, gso=adj)`,
+        also through the `__init__` of a module that hands its own parameter on:
+        `GraphConv(c, c, gso)`), with the first construction that builds it; None otherwise."""
+        names = analysis.model.parameter_names(init, True)
+        calls = [
+            node
+            for node in self.ctx.tree.walk(self.ctx.module)
+            if type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == cls.name.value
+        ]
+        found = None
+        for call in calls:
+            if any(arg.star for arg in call.args):
+                return None
+            arg = argument_for(call, name, names.index(name) if name in names else None)
+            if arg is None:
+                return None  # the default
+            scope, around = self._scope_around(call)
+            value = analysis.scope(scope, around).values.get(id(arg.value))
+            if value is None:
+                return None
+            if value.source in (Source.PARAMETER, Source.NONE) and type(arg.value) is cst.Name and depth < 3:
+                owner = analysis.class_of(scope) if type(scope) is cst.FunctionDef else None
+                if owner is None or scope.name.value != "__init__" or not analysis.is_module_class(owner, strict=True):
+                    return None
+                handed = self._constructed_with(analysis, owner, scope, arg.value.value, depth + 1)
+                if handed is None:
+                    return None
+                value, call = handed
+            if not value.is_tensor or value.is_parameter or value.source not in (Source.FACTORY, Source.NUMPY):
+                return None
+            if not value.device.is_cpu:
+                return None  # built where the model will be: one device, one place
+            found = found or (value, call)
+        return found
+
+    def _scope_around(self, node: cst.CSTNode) -> tuple[cst.CSTNode, tuple]:
+        """The innermost function around `node` (the module where none is), and the
+        functions around that one."""
+        span = self.ctx.tree.span(node)
+        best = (self.ctx.module, ())
+        for function, around in self.ctx.tree.functions(self.ctx.module):
+            inner = self.ctx.tree.span(function)
+            if span is not None and inner is not None and inner[0] < span[0] < inner[1]:
+                best = (function, around)  # (in source order: a nested one comes later)
+        return best
 
     def _built_once(self, target: cst.Attribute) -> bool:
         """`if self.grid is None: self.grid = ...`: a cache built the first time the
@@ -1023,11 +1087,18 @@ class UnregisteredSubmodules(Rule):
             return None  # (lambdas that call each other end here)
         name = call.func.value
         analysis = DeviceAnalysis.of(self.ctx)
-        function = analysis.model.callee(name)
+        function = analysis.model.callee(name) or self._local_function(name)
         lam = None if function is not None else self._local_lambda(name)
         if function is not None:
             returned = _returned_parameter(self.ctx.tree, function)
             params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+            body = function.body.body if type(function.body) is cst.IndentedBlock else ()
+            if returned is None and len(body) == 1 and type(body[0]) is cst.SimpleStatementLine:
+                # `def init_(m): return init(m, nn.init.orthogonal_, ...)`: passed on to one that returns it
+                statement = body[0].body[0]
+                if type(statement) is cst.Return and type(statement.value) is cst.Call:
+                    inner = self._passed_through(statement.value, depth + 1)
+                    returned = inner.value if type(inner) is cst.Name and inner.value in params else None
         elif lam is not None:
             params = [p.name.value for p in lam.params.params]
             returned = _returned_name(lam.body, params) if type(lam.body) is cst.Name else None
@@ -1042,6 +1113,16 @@ class UnregisteredSubmodules(Rule):
             return None
         found = argument_for(call, returned, params.index(returned))
         return found.value if found is not None else None
+
+    def _local_function(self, name: str) -> cst.FunctionDef | None:
+        """The function `def name(...)` defined once in the function being walked."""
+        functions = self.ctx.functions()
+        if not functions:
+            return None
+        found = [
+            n for n in self.ctx.tree.walk(functions[0].body) if type(n) is cst.FunctionDef and n.name.value == name
+        ]
+        return found[0] if len(found) == 1 else None
 
     def _local_lambda(self, name: str) -> cst.Lambda | None:
         """The lambda bound to `name` once in the function being walked."""
