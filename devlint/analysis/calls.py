@@ -37,6 +37,7 @@ from devlint.analysis.lattice import (
     join_items,
 )
 from devlint.analysis.contexts import CallRecord, self_name
+from devlint.analysis.literals import is_device_parameter
 from devlint.analysis.tree import code_of_name, dotted_name, keyword_arg, move_target, positional_args, string_value
 
 if TYPE_CHECKING:
@@ -97,6 +98,11 @@ class TorchCalls:
                 self.result.values[id(func)] = callee
                 if self.is_module_method and self._is_self(func.value) and not callee.device.known:
                     callee = self._own_layer_call(node, callee, args, state)
+                if callee.instance_of:
+                    # `self.encoder(x, lengths)`: a model of the file, whose `forward` learns the arguments
+                    forward = self._method_of_instance(callee, "forward")
+                    if forward is not None:
+                        self.result.calls.append(CallRecord(forward, node, state.mark(), True, func))
                 return self._module_call(node, callee, args)
             if (
                 func.attr.value == "forward"
@@ -357,7 +363,7 @@ class TorchCalls:
         value = _constant(expr, value)
         if value.device.known or is_constant(value) or value.kind not in (Kind.UNKNOWN, Kind.OTHER, Kind.DEVICE):
             return value
-        if name == "dev" or "device" in name.lower():
+        if is_device_parameter(self.model.ctx, name):
             device = self.device_at(expr, state)
             if device.known:
                 return AbstractValue(Kind.DEVICE, device)

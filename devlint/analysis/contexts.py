@@ -45,6 +45,7 @@ class CallContext:
 
     params: dict[str, AbstractValue] = field(default_factory=dict)
     names: dict[str, AbstractValue] = field(default_factory=dict)
+    one_call: bool = False  # what a single call passes (a rerun), not the join of all
 
 
 def matters(value: AbstractValue) -> bool:

@@ -313,7 +313,8 @@ class ScopeEvaluator(TorchCalls):
         if self.context is not None:
             # a module's entry points (`forward`) take input from anywhere; its helpers
             # (`self._gate(x, h)`) take what the module's own calls give them
-            entry = function.name.value in ENTRY_POINTS and self.is_module_method
+            # (one call's own tensors, all of them together, are what that call runs with)
+            entry = function.name.value in ENTRY_POINTS and self.is_module_method and not self.context.one_call
             for name, passed in self.context.params.items():
                 assumed = self.params.get(name)
                 if is_constant(passed):
@@ -1346,6 +1347,11 @@ class ScopeEvaluator(TorchCalls):
             if value is not None and value.kind is Kind.DEVICE and value.device.known:
                 if not self.model.set_from_outside(attr):  # `cfg.device = device` in a helper
                     return replace(value, device=accel(key)) if value.device.is_accel else value
+        if receiver.kind is Kind.MODULE and receiver.instance_of and receiver.device.known and key is not None:
+            cls = self.model.classes.get(receiver.instance_of)
+            if cls is not None and self.model.kept_by_forward(cls, attr):
+                # `vae.z` that `forward` keeps from its input: where the model ran, which is where it is
+                return AbstractValue(Kind.TENSOR, receiver.device, None, receiver.origin, receiver.source, receiver.how)
         if (
             receiver.kind is Kind.UNKNOWN
             and (receiver.device.known or receiver.maybe_accel)

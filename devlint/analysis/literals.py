@@ -177,12 +177,12 @@ def _position_of(
         return None, None
     if type(parent) is cst.AnnAssign and child is parent.value and _is_device_target(ctx, parent.target):
         return "assign", parent.target
-    if type(parent) is cst.Param and child is parent.default and _is_device_parameter(ctx, parent.name.value):
+    if type(parent) is cst.Param and child is parent.default and is_device_parameter(ctx, parent.name.value):
         return "default", None
     return None, None
 
 
-def _is_device_parameter(ctx: FileContext, name: str) -> bool:
+def is_device_parameter(ctx: FileContext, name: str) -> bool:
     """`device`, `map_location`, `output_device`, `device_type`: a parameter that takes a
     device. `backend="cuda"` may name a kernel library rather than a device."""
     return (

@@ -13,6 +13,7 @@ import libcst as cst
 
 from devlint.analysis import device_tables as T
 from devlint.analysis.lattice import (
+    CPU,
     NO_ITEMS,
     NONE,
     OTHER,
@@ -42,7 +43,7 @@ from devlint.analysis.tree import (
 from devlint.analysis.calls import is_true_arg
 from devlint.analysis.context import FileContext
 from devlint.analysis.guards import Implication
-from devlint.analysis.contexts import CallContext, CallContexts, CallRecord, matters, self_name
+from devlint.analysis.contexts import ENTRY_POINTS, CallContext, CallContexts, CallRecord, matters, self_name
 from devlint.analysis.interpreter import ScopeEvaluator, ScopeResult, State, evident_modules
 from devlint.analysis.relevance import (
     RelevanceGate,
@@ -126,6 +127,7 @@ class FileModel(RelevanceGate, CallContexts):
         self._specialized: dict[int, ScopeResult] = {}
         self._init_values: dict[int, dict[str, AbstractValue]] = {}  # what a class's `__init__` leaves
         self._setters: dict[tuple[int, str], frozenset[int]] = {}  # see `first_call_value`
+        self._kept: dict[tuple[int, str], bool] = {}  # see `kept_by_forward`
         self._moved_globals: frozenset[str] | None = None  # see `moved_in_functions`
         self._globals_declared: dict[str, list[cst.FunctionDef]] | None = None  # see `lazy_global`
         self._assigned_names: dict[int, frozenset[str]] = {}  # see `assigned_names`
@@ -425,6 +427,7 @@ class FileModel(RelevanceGate, CallContexts):
             context = CallContext(
                 {name: value for name, value in seen.params.items() if matters(value)},
                 {name: value for name, value in seen.names.items() if matters(value)},
+                one_call=True,
             )
             self._running.add(id(function))
             self._per_call += 1
@@ -470,6 +473,9 @@ class FileModel(RelevanceGate, CallContexts):
         if not on_cpu:
             return []
         context = self.context_of(record.callee)
+        cls = self.class_of.get(id(record.callee))
+        if cls is not None and record.callee.name.value in ENTRY_POINTS and self.is_module_class(cls):
+            context = None  # a model's `forward` is interpreted for input from anywhere, not its calls'
         if context is not None and all(
             name in context.params and context.params[name].device.is_cpu for name in on_cpu
         ):
@@ -654,6 +660,10 @@ class FileModel(RelevanceGate, CallContexts):
                 if argument is None:
                     argument = self._default_argument(function, head)
                 if device.symbol == f"{head}.device" and argument is not None and argument.device.known:
+                    if argument.device.is_cpu and argument.origin is not None:
+                        # built where the CPU tensor handed in is: that tensor is where it comes from
+                        return replace(value, device=CPU, origin=argument.origin, source=argument.source,
+                                       how=argument.how, maybe_accel=False)  # fmt: skip
                     return replace(value, device=argument.device, maybe_accel=argument.maybe_accel)
                 if device.symbol == head and argument is not None and argument.device.is_accel:
                     if argument.kind in (Kind.DEVICE, Kind.OTHER):  # `.to(device)`, the device passed in
@@ -915,6 +925,34 @@ class FileModel(RelevanceGate, CallContexts):
         if not setters <= {id(method)}:
             return None
         return replace(value, how=f"{value.how}, left by `__init__` for the first call" if value.how else value.how)
+
+    def kept_by_forward(self, cls: cst.ClassDef, attr: str) -> bool:
+        """Does the model's `forward` keep `self.<attr>`, a tensor it computes from its
+        input (`self.z = self.encode(x)`), which no other method but `__init__` sets?"""
+        forward = self.method(cls, "forward")
+        if forward is None or self.class_of.get(id(forward)) is not cls:
+            return False
+        if any(
+            m is not forward and m.name.value != "__init__" and _sets_attribute(m, attr) for m in self._methods(cls)
+        ):
+            return False
+        key = (id(cls), attr)
+        if key not in self._kept:
+            self._kept[key] = self._kept_from_input(forward, attr)
+        return self._kept[key]
+
+    def _kept_from_input(self, forward: cst.FunctionDef, attr: str) -> bool:
+        me = self_name(forward)
+        result = ScopeEvaluator(self, forward, [], phase1=True).run()
+        value = result.exits.get(f"{me}.{attr}", result.assigned.get(f"{me}.{attr}"))
+        if value is None or value.is_parameter or value.kind not in (Kind.TENSOR, Kind.UNKNOWN):
+            return False
+        device = value.device
+        return (
+            device.is_accel
+            and device.symbol == f"{device.head}.device"
+            and device.head in self.parameter_names(forward, True)
+        )
 
     def held_module(self, cls: cst.ClassDef, attr: str, scope: cst.CSTNode,
                     known: Callable[[str], AbstractValue]) -> AbstractValue | None:  # fmt: skip

@@ -46,10 +46,12 @@ class HardcodedDevice(Rule):
     `device_type=` arguments, `.to(...)`, `torch.device(...)`, `torch.Generator(...)`,
     device types in their positional places (`torch.autocast("cuda")`,
     `torch.amp.GradScaler("cuda")`, `init_device_mesh("cuda", ...)`), and assignments
-    to `device` or `*_device`. In a run-time choice
-    (`"cuda" if C else "cpu"`) the literal is portable only when `C` checks its
+    to `device` or `*_device` (in any case: `DEVICE`, `EVAL_DEVICE`). In a run-time
+    choice (`"cuda" if C else "cpu"`) the literal is portable only when `C` checks its
     backend's availability (or is a flag assigned from such a check): a user's flag
-    such as `args.cuda` from argparse is not one.
+    such as `args.cuda` from argparse is not one, and neither is the check named
+    without its call (`"cuda" if torch.cuda.is_available else "cpu"`: a function is
+    always true).
 
     ## Why is this bad?
     The program then runs only where that accelerator exists: not on a laptop, not in
@@ -73,8 +75,9 @@ class HardcodedDevice(Rule):
     used, since `.to(None)` moves nothing); `device_type="cuda"` becomes `device.type`;
     an assignment to `device` itself becomes the portable expression. A string stays a
     string (`device = "cuda"` becomes a device-type string chosen at run time), since
-    the code may compare it with `"cuda"`. A literal inside a run-time choice or with a
-    variable index is reported without a fix.
+    the code may compare it with `"cuda"`. A choice by a check named without its call
+    gets the call. Any other literal inside a run-time choice, or with a variable index,
+    is reported without a fix.
     """
 
     code = "DEV101"
