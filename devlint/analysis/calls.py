@@ -308,7 +308,7 @@ class TorchCalls:
         callee = self._module_if_evident(callee, func)
         if callee.is_module:
             return self._module_call(node, callee, args)
-        if self._type_of_tensor(func):
+        if self._built_by_type(node):
             # `type(x.data)(n, 1)`: PyTorch 0.3's way to build where `x` is; since 0.4 the type
             # of every tensor is `torch.Tensor`, which builds on the default device
             code = self.model.ctx.module.code_for_node(func)
@@ -376,6 +376,13 @@ class TorchCalls:
         if "type" in self.shadowed or len(func.args) != 1 or func.args[0].keyword is not None:
             return False
         return self.result.values.get(id(func.args[0].value), UNKNOWN).tensor_like
+
+    def _built_by_type(self, node: cst.Call) -> bool:
+        """`type(x)(n, m)`, `type(x)([1, 2])`: sizes or data, not a tensor to wrap (a
+        `Parameter` or a tensor subclass wrapping one keeps that tensor's device)."""
+        if not self._type_of_tensor(node.func):
+            return False
+        return not any(self.result.values.get(id(arg.value), UNKNOWN).tensor_like or arg.star for arg in node.args)
 
     def _call_function(self, node: cst.Call, function: cst.FunctionDef, args: list[AbstractValue], state: State,
                        *, bound: bool, receiver: cst.BaseExpression | None = None) -> AbstractValue | None:  # fmt: skip

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from devlint.analysis import device_tables as T
-from devlint.analysis.tree import dotted_name, int_value, string_value, walk
+from devlint.analysis.tree import argument_for, dotted_name, int_value, string_value, walk
 
 
 # What a check of availability says when it is true: its backend is present. The
@@ -149,6 +149,8 @@ class GuardOracle:
             if backend is not None:
                 return Implication(present(backend))
             key = dotted_name(expr)
+            if key is not None and key not in self.flags and key.startswith("self.") and key.count(".") >= 2:
+                key = key[5:]  # `self.args.cuda` of the `args` whose `args.cuda` is a flag
             return self.flags.get(key, NOTHING_KNOWN) if key is not None else NOTHING_KNOWN
         if kind is cst.Call:
             return self._call(expr)
@@ -242,7 +244,11 @@ class GuardOracle:
         an unpacking). A name is a flag when every value it is assigned says something
         about the machine; what it implies is what all of them imply."""
         spoiled: set[str] = set()
-        for name, value in assignments:
+        passed: dict[str, list[cst.BaseExpression | None]] = {}
+        for name, value, *by_call in assignments:
+            if by_call:
+                passed.setdefault(name, []).append(value)
+                continue
             if name in spoiled:
                 continue
             implied = self.implication(value) if value is not None else NOTHING_KNOWN
@@ -254,6 +260,17 @@ class GuardOracle:
             if known is not None:
                 implied = Implication(known.when_true & implied.when_true, known.when_false & implied.when_false)
             self.flags[name] = implied
+        # a parameter every call fills with a check or a flag is one too; a call passing
+        # anything else says nothing of it (the same name elsewhere keeps what it was)
+        for name, values in passed.items():
+            if name in spoiled or name in self.flags:
+                continue
+            implied = [self.implication(v) if v is not None else NOTHING_KNOWN for v in values]
+            if all(i.says_anything for i in implied):
+                self.flags[name] = Implication(
+                    frozenset.intersection(*(i.when_true for i in implied)),
+                    frozenset.intersection(*(i.when_false for i in implied)),
+                )
 
 
 def _common(sets: list[Backends]) -> Backends:
@@ -331,6 +348,42 @@ def flag_assignments(nodes: list[cst.CSTNode]) -> list[tuple[str, cst.BaseExpres
             _flag_targets(node.target, node.value, found)
         elif kind is cst.AugAssign or kind is cst.For:
             _flag_targets(node.target, None, found)
+    found.extend(_parameter_bindings(nodes))
+    return found
+
+
+def _parameter_bindings(nodes: list[cst.CSTNode]) -> list[tuple[str, cst.BaseExpression | None, bool]]:
+    """What the file's calls pass to the parameters of its functions, as assignments:
+    `load_model(model, is_cuda=args.cuda)` binds `is_cuda` to `args.cuda`, and a call that
+    leaves it out binds its default (None where there is none). Only for a function
+    defined once under its name and called by that name (`f(...)`, `self.f(...)`)."""
+    functions: dict[str, list[cst.FunctionDef]] = {}
+    calls: dict[str, list[cst.Call]] = {}
+    for node in nodes:
+        if type(node) is cst.FunctionDef:
+            functions.setdefault(node.name.value, []).append(node)
+        elif type(node) is cst.Call:
+            func = node.func
+            name = func.value if type(func) is cst.Name else func.attr.value if type(func) is cst.Attribute else None
+            if name is not None:
+                calls.setdefault(name, []).append(node)
+    found: list[tuple[str, cst.BaseExpression | None]] = []
+    for name, defined in functions.items():
+        sites = calls.get(name)
+        if len(defined) != 1 or not sites:
+            continue
+        params = [*defined[0].params.posonly_params, *defined[0].params.params]
+        bound = bool(params) and params[0].name.value in ("self", "cls")
+        params = params[1:] if bound else params
+        keyword_only = list(defined[0].params.kwonly_params)
+        for call in sites:
+            if type(call.func) is cst.Attribute and not bound:
+                continue  # `obj.f(...)` of another object's `f`
+            starred = any(arg.star for arg in call.args)
+            for index, param in enumerate([*params, *keyword_only]):
+                arg = None if starred else argument_for(call, param.name.value, index if index < len(params) else None)
+                value = arg.value if arg is not None else param.default
+                found.append((param.name.value, None if starred else value, True))
     return found
 
 

@@ -1451,12 +1451,9 @@ class ScopeEvaluator(TorchCalls):
 
     def _settled_test(self, test: cst.BaseExpression) -> bool:
         """Does every call of this method take the same arm of `if test:`? So for a test of
-        the object's configuration (`if self.acmodel.use_memory:`): attributes of `self`
-        that only `__init__` sets, combined with `not`, `and`, `or`."""
+        the object's settings (`if self.use_memory:`, `if self.acmodel.use_memory:`, see
+        `FileModel.configuration`), combined with `not`, `and`, `or`."""
         if self.cls is None or self.self_name is None:
-            return False
-        changed = self.model.changed_after_init(self.cls)
-        if changed is None:
             return False
 
         def settled(expr: cst.BaseExpression) -> bool:
@@ -1466,10 +1463,14 @@ class ScopeEvaluator(TorchCalls):
                 return settled(expr.left) and settled(expr.right)
             if type(expr) is not cst.Attribute:
                 return False
-            while type(expr.value) is cst.Attribute:
-                expr = expr.value
+            owner = expr.value
+            if type(owner) is cst.Name:
+                return owner.value == self.self_name and self.model.configuration(self.cls, expr.attr.value)
             return (
-                type(expr.value) is cst.Name and expr.value.value == self.self_name and expr.attr.value not in changed
+                type(owner) is cst.Attribute
+                and type(owner.value) is cst.Name
+                and owner.value.value == self.self_name
+                and self.model.configuration_of_part(self.cls, owner.attr.value, expr.attr.value)
             )
 
         return settled(test)

@@ -926,6 +926,55 @@ class FileModel(RelevanceGate, CallContexts):
             return None
         return replace(value, how=f"{value.how}, left by `__init__` for the first call" if value.how else value.how)
 
+    def configuration(self, cls: cst.ClassDef, attr: str) -> bool:
+        """Is `self.<attr>` a setting every call sees alike: set only in `__init__`, each
+        time from a parameter or a literal (`self.use_memory = use_memory`), no method or
+        property of that name, no method called on it (`self.frames.append(x)`), and not
+        `training` (which `.train()`/`.eval()` change)?"""
+        changed = self.changed_after_init(cls)
+        init = self.method(cls, "__init__")
+        if changed is None or attr in changed or attr == "training" or init is None:
+            return False
+        if any(m.name.value == attr for c in [cls, *self.local_bases(cls)] for m in self._methods(c)):
+            return False
+        values = [value for name, value in _self_assignments(init) if name == attr]
+        params = self.parameter_names(init, True)
+        if not values or not all(
+            (type(v) is cst.Name and (v.value in params or v.value in ("True", "False", "None")))
+            or type(v) in (cst.Integer, cst.Float, cst.SimpleString)
+            for v in values
+        ):
+            return False
+        me = self_name(init)
+        for method in self._methods(cls):
+            for node in self.ctx.tree.walk(method.body):
+                if (
+                    type(node) is cst.Call
+                    and type(node.func) is cst.Attribute
+                    and type(node.func.value) is cst.Attribute
+                    and node.func.value.attr.value == attr
+                    and type(node.func.value.value) is cst.Name
+                    and node.func.value.value.value == me
+                ):
+                    return False
+        return True
+
+    def configuration_of_part(self, cls: cst.ClassDef, attr: str, inner: str) -> bool:
+        """`self.acmodel.use_memory`: `self.<attr>` is a model of the file built in
+        `__init__` and kept, and `inner` is a setting of its class."""
+        changed = self.changed_after_init(cls)
+        init = self.method(cls, "__init__")
+        if changed is None or attr in changed or init is None:
+            return False
+        values = [value for name, value in _self_assignments(init) if name == attr]
+        if len(values) != 1 or type(values[0]) is not cst.Call:
+            return False
+        call = values[0]
+        while type(call.func) is cst.Attribute and type(call.func.value) is cst.Call:
+            call = call.func.value  # `ACModel(...).to(device)`
+        part = self.classes.get(dotted_name(call.func) or "")
+        return part is not None and part is not cls and self.configuration(part, inner)
+
     def kept_by_forward(self, cls: cst.ClassDef, attr: str) -> bool:
         """Does the model's `forward` keep `self.<attr>`, a tensor it computes from its
         input (`self.z = self.encode(x)`), which no other method but `__init__` sets?"""

@@ -75,7 +75,8 @@ class HardcodedDevice(Rule):
     used, since `.to(None)` moves nothing); `device_type="cuda"` becomes `device.type`;
     an assignment to `device` itself becomes the portable expression. A string stays a
     string (`device = "cuda"` becomes a device-type string chosen at run time), since
-    the code may compare it with `"cuda"`. A choice by a check named without its call
+    the code may compare it with `"cuda"`; a string with an index (`"cuda:0"`) loses the
+    index, which code may parse, so that fix is unsafe. A choice by a check named without its call
     gets the call. Any other literal inside a run-time choice, or with a variable index,
     is reported without a fix.
     """
@@ -124,10 +125,16 @@ class HardcodedDevice(Rule):
     def _uncalled_check(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
         """`"cuda" if torch.cuda.is_available else "cpu"`: the availability check the
         choice around `node` names without calling it (the function object is truthy)."""
-        for ancestor in reversed(self.ctx.ancestors):
+        ancestors = self.ctx.ancestors
+        for index in range(len(ancestors) - 1, -1, -1):
+            ancestor = ancestors[index]
             if type(ancestor) is cst.IfExp:
-                test = ancestor.test  # (under a `not`, the literal is never chosen)
-                return test if self.ctx.qualify(test) in AVAILABILITY_CALLS else None
+                # the literal chosen when the test holds (under a `not`, or in the `else`
+                # arm, it is never chosen: the call would choose it where cuda is missing)
+                inside = ancestors[index + 1] if index + 1 < len(ancestors) else node
+                test = ancestor.test
+                chosen = inside is ancestor.body
+                return test if chosen and self.ctx.qualify(test) in AVAILABILITY_CALLS else None
             if isinstance(ancestor, cst.BaseStatement):
                 return None
         return None
@@ -140,11 +147,14 @@ class HardcodedDevice(Rule):
         if found.position == "assign":
             # A string stays a string, since code may compare it to "cuda".
             binding_name = type(found.target) is cst.Name and found.target.value in (self.binding.name, "device")
+            # a string with its index (`"cuda:0"`) may be parsed (`int(args.device[5])`):
+            # the device-type string that replaces it has none, so the fix is unsafe
+            plan = FixPlan.unsafe if is_string and found.index is not None else FixPlan.safe
             if is_string and not binding_name and device is not None and device.kind == "device":
-                return FixPlan.safe(Replace(found.unit, device.type_code), *device.edits)
+                return plan(Replace(found.unit, device.type_code), *device.edits)
             if binding_name or is_string:
                 code, edits = self.binding.portable_expression(string=is_string)
-                return FixPlan.safe(Replace(found.unit, code), *edits)
+                return plan(Replace(found.unit, code), *edits)
         if device is None:
             return None
         code = device.type_code if found.position == "device_type" else device.code

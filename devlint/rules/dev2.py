@@ -459,6 +459,11 @@ class UnregisteredModuleTensor(Rule):
         if value.source not in (Source.FACTORY, Source.NUMPY, Source.MOVE):
             return
         attr = target.attr.value
+        computed = _computed_with(self.ctx, analysis, cls, target.value.value, attr)
+        if computed is False or (computed is None and construction is not None):
+            return  # read only as data (`.tolist()`, an index, packing's lengths), or never
+        if analysis.model.set_from_outside(attr):
+            return  # `model.adj = model.adj.to(device)`: placed by the code that moves the model
         if _of_itself(self.ctx, value_node, dotted_name(target)) == "move":
             return  # `self.bank = self.bank.to(device)`: the tensor is reported where it is made
         registered = analysis.registered_names(cls)
@@ -522,6 +527,7 @@ class UnregisteredModuleTensor(Rule):
             arg = argument_for(call, name, names.index(name) if name in names else None)
             if arg is None:
                 return None  # the default
+            arg_call = call
             scope, around = self._scope_around(call)
             value = analysis.scope(scope, around).values.get(id(arg.value))
             if value is None:
@@ -538,6 +544,8 @@ class UnregisteredModuleTensor(Rule):
                 return None
             if not value.device.is_cpu:
                 return None  # built where the model will be: one device, one place
+            if call is arg_call and not _moved_later(self.ctx, call, scope):
+                return None  # a model built to try it on the CPU (`__main__`'s shape check)
             found = found or (value, call)
         return found
 
@@ -1194,6 +1202,88 @@ def _registers(node: cst.CSTNode, name: str) -> bool:
 
 def _returned_name(value: cst.BaseExpression | None, params: list[str]) -> str | None:
     return value.value if type(value) is cst.Name and value.value in params else None
+
+
+_MOVES_OFF_CPU = frozenset({"to", "cuda", "xpu", "mps", "npu"})
+
+
+def _moved_later(ctx, call: cst.Call, scope: cst.CSTNode) -> bool:
+    """Is the model `call` builds moved in `scope`: `Net(adj).to(device)`, or `model =
+    Net(adj)` and then `model.cuda()` / `model = model.to(device)`?"""
+    names: set[str] = set()
+    nodes = ctx.tree.walk(scope)
+    for node in nodes:
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in _MOVES_OFF_CPU:
+            if node.func.value is call:
+                return True
+        elif type(node) is cst.Assign and node.value is call:
+            names.update(t.target.value for t in node.targets if type(t.target) is cst.Name)
+    return any(
+        type(node) is cst.Call
+        and type(node.func) is cst.Attribute
+        and node.func.attr.value in _MOVES_OFF_CPU
+        and type(node.func.value) is cst.Name
+        and node.func.value.value in names
+        for node in nodes
+    )
+
+
+_DATA_READS = frozenset({"tolist", "item", "cpu", "numpy", "shape", "size", "dim", "ndim", "numel", "dtype", "device"})
+_DATA_FUNCTIONS = frozenset({"len", "int", "float", "list", "tuple", "range", "enumerate", "zip", "sorted", "set"})
+
+
+def _computed_with(ctx, analysis: DeviceAnalysis, cls: cst.ClassDef, me: str, attr: str) -> bool | None:
+    """Does the class compute with `self.<attr>` where its device matters (an operator,
+    a `torch.*` function, a tensor's method, a submodule, a local name that may be any
+    of these)? False where every read is as data: `.tolist()`, `.item()`, `.shape`, an
+    index into something else, `len(...)`, the lengths `pack_padded_sequence` wants on
+    the CPU, or handed to a function or method of the file (which may place it). None
+    where the class never reads it."""
+    nodes = ctx.tree.walk(cls)
+    parents: dict[int, cst.CSTNode] = {}
+    for node in nodes:
+        for child in node.children:
+            parents[id(child)] = node
+    targets = {id(t) for node in nodes if type(node) in (cst.Assign, cst.AnnAssign) for t in assignment_targets(node)}
+    methods = {m.name.value for m in analysis.model._methods(cls)}
+    read = False
+    for node in nodes:
+        if (
+            type(node) is not cst.Attribute
+            or node.attr.value != attr
+            or type(node.value) is not cst.Name
+            or node.value.value != me
+            or id(node) in targets
+        ):
+            continue
+        read = True
+        current, parent = node, parents.get(id(node))
+        while type(parent) in (cst.Subscript, cst.Attribute) and parent.value is current:
+            if type(parent) is cst.Attribute and parent.attr.value in _DATA_READS:
+                break
+            if type(parent) is cst.Attribute and parent.attr.value not in ("T", "mT", "data"):
+                break
+            current, parent = parent, parents.get(id(parent))
+        if type(parent) is cst.Attribute and parent.attr.value in _DATA_READS:
+            continue  # `self.ids.tolist()`, `self.adj.shape`
+        if type(parent) is cst.Index or type(parent) is cst.SubscriptElement:
+            continue  # `emb[self.ids]`: an index, legal from the CPU
+        if type(parent) is cst.For and parent.iter is current:
+            continue
+        if type(parent) is cst.Arg:
+            call = parents.get(id(parent))
+            if type(call) is cst.Call:
+                qualified = ctx.qualify(call.func) or ""
+                func = call.func
+                if qualified.startswith("torch.nn.utils.rnn.") or (
+                    type(func) is cst.Name and (func.value in _DATA_FUNCTIONS or analysis.model.callee(func.value))
+                ):
+                    continue  # packing's lengths, `len(...)`, a helper of the file
+                if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == me:
+                    if func.attr.value in methods:
+                        continue  # a method of the class, which may place it
+        return True
+    return False if read else None
 
 
 def _returned_parameter(tree: Tree, function: cst.FunctionDef) -> str | None:
