@@ -653,7 +653,10 @@ class ScopeEvaluator(TorchCalls):
         else:
             return None
         if name not in self.params:
-            return None
+            if name in self.shadowed or asks_none:
+                return None
+            flag = self.model.literal_flag(name)  # `cuda = True` at the top of a script
+            return None if flag is None else flag != negated
         value = self.lookup(name, state)
         if value is NONE:
             holds = asks_none  # `None is None`; `None` is falsy

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from devlint.analysis import device_tables
+from devlint.analysis.guards import EVERYTHING
 from devlint.analysis.lattice import AbstractValue, Device, Kind, Operand
 from devlint.analysis.literals import is_device_attribute
 from devlint.analysis.tree import bound_names, dotted_name, parameter_named, string_value
@@ -369,9 +370,12 @@ class BindingService:
             implied = ctx.guards.flag(test.value) if type(test) is cst.Name else None
             if implied is None or not self._places_on_cuda(node):
                 continue
-            if "cuda" in (implied.when_false if negated else implied.when_true):
+            when_cuda = implied.when_false if negated else implied.when_true
+            when_not = implied.when_true if negated else implied.when_false
+            # (`cuda = True` says nothing when false, which it never is: EVERYTHING, vacuously)
+            if "cuda" in when_cuda and when_cuda != EVERYTHING:
                 choice = f'"cuda" if {test.value} else "cpu"'
-            elif "cuda" in (implied.when_true if negated else implied.when_false):
+            elif "cuda" in when_not and when_not != EVERYTHING:
                 choice = f'"cpu" if {test.value} else "cuda"'
             else:
                 continue

@@ -629,20 +629,26 @@ def _inside(tree: Tree, node: cst.CSTNode, container: cst.CSTNode) -> bool:
 
 
 def _runs_at_construction(tree: Tree, method: cst.FunctionDef, cls: cst.ClassDef) -> bool:
-    """`__init__`, or a method `__init__` calls as `self.<name>(...)`."""
-    name = method.name.value
-    if name == "__init__":
-        return True
-    for candidate in cls.body.body if type(cls.body) is cst.IndentedBlock else ():
-        if type(candidate) is cst.FunctionDef and candidate.name.value == "__init__":
-            for node in tree.walk(candidate.body):
-                if (
-                    type(node) is cst.Call
-                    and type(node.func) is cst.Attribute
-                    and node.func.attr.value == name
-                    and type(node.func.value) is cst.Name
-                ):
-                    return True
+    """`__init__`, or a method that `__init__` calls as `self.<name>(...)`, itself or
+    through the methods it calls (`self._create_parameters_and_layers()`)."""
+    methods = {m.name.value: m for m in (cls.body.body if type(cls.body) is cst.IndentedBlock else ())
+               if type(m) is cst.FunctionDef}  # fmt: skip
+    reached, todo = set(), ["__init__"]
+    while todo:
+        name = todo.pop()
+        if name == method.name.value:
+            return True
+        if name in reached or name not in methods:
+            continue
+        reached.add(name)
+        for node in tree.walk(methods[name].body):
+            if (
+                type(node) is cst.Call
+                and type(node.func) is cst.Attribute
+                and type(node.func.value) is cst.Name
+                and node.func.attr.value in methods
+            ):
+                todo.append(node.func.attr.value)
     return False
 
 
@@ -951,7 +957,7 @@ class UnregisteredSubmodules(Rule):
         if type(target) is not cst.Attribute or type(target.value) is not cst.Name or not functions:
             return
         method = functions[0]
-        if type(method) is not cst.FunctionDef or method.name.value != "__init__":
+        if type(method) is not cst.FunctionDef:
             return
         params = method.params.params
         if not params or params[0].name.value != target.value.value:
@@ -960,21 +966,21 @@ class UnregisteredSubmodules(Rule):
         cls = analysis.class_of(method)
         if cls is None or not analysis.is_module_class(cls, strict=True):
             return
+        if not _runs_at_construction(self.ctx.tree, method, cls):
+            return  # (`self.w_i = {...}` in a helper `__init__` calls is built there all the same)
         self_name, attr = target.value.value, target.attr.value
         value = node.value
         held = self._held(value)
         if held is None and _is_empty_container(value):
             held = self._appended(method, self_name, attr)
-        if held is None and type(value) is cst.Name:
+        if held is None and type(value) is cst.Name and method.name.value == "__init__":
             held = self._given(cls, method, value.value)
         if held is None or not _plain_uses_only(self.ctx.tree, cls, self_name, attr, node):
             return
         container = {"module": "ModuleList", "parameter": "ParameterList"}[held]
         keys_named = True
         if _container_word(value) == "dict":
-            if held != "module":
-                return
-            container = "ModuleDict"
+            container = "ModuleDict" if held == "module" else "ParameterDict"
             # a ModuleDict takes string keys only: `self.heads[i] = ...` would fail in it
             keys_named = self._string_keys(method, self_name, attr, value)
         nn = self._nn()
@@ -1331,6 +1337,34 @@ def _names_for_items(tree: Tree, cls: cst.ClassDef, key: str) -> set[str]:
     return names
 
 
+def _handed_to_plain_method(tree: Tree, cls: cst.ClassDef, self_name: str, call: cst.Call, index: int) -> bool:
+    """`self._gate(x, self.W_i)`: a method of the class that only indexes, iterates or
+    measures the parameter the container fills (`W[t]`)."""
+    func = call.func
+    if type(func) is not cst.Attribute or type(func.value) is not cst.Name or func.value.value != self_name:
+        return False
+    methods = [m for m in (cls.body.body if type(cls.body) is cst.IndentedBlock else ())
+               if type(m) is cst.FunctionDef and m.name.value == func.attr.value]  # fmt: skip
+    if len(methods) != 1 or call.args[index].keyword is not None:
+        return False
+    params = [p.name.value for p in (*methods[0].params.posonly_params, *methods[0].params.params)][1:]
+    if index >= len(params):
+        return False
+    name = params[index]
+    nodes = tree.walk(methods[0].body)
+    inside: set[int] = set()  # the uses that are plain: `W[t]`, `for t in W`, `len(W)`
+    for node in nodes:
+        if type(node) is cst.Subscript and type(node.value) is cst.Name:
+            inside.add(id(node.value))
+        elif type(node) in (cst.For, cst.CompFor) and type(node.iter) is cst.Name:
+            inside.add(id(node.iter))
+        elif type(node) is cst.Call and dotted_name(node.func) in _PLAIN_CALLS:
+            inside.update(id(a.value) for a in node.args if type(a.value) is cst.Name)
+        elif type(node) is cst.Attribute and type(node.value) is cst.Name and node.attr.value in _PLAIN_METHODS:
+            inside.add(id(node.value))
+    return all(id(n) in inside for n in nodes if type(n) is cst.Name and n.value == name)
+
+
 def _plain_uses_only(tree: Tree, cls: cst.ClassDef, self_name: str, attr: str, assignment: cst.CSTNode) -> bool:
     """Is `self.<attr>` only iterated, indexed, measured or appended to in the class? A
     container handed anywhere else (`nn.Sequential(*self.layers)`, `nn.ModuleList(...)`,
@@ -1347,9 +1381,10 @@ def _plain_uses_only(tree: Tree, cls: cst.ClassDef, self_name: str, attr: str, a
                 items = _names_for_items(tree, cls, key)
                 if any(dotted_name(n) in items for arg in node.args for n in tree.walk(arg.value)):
                     return False  # registered item by item
-            for arg in node.args:
+            for index, arg in enumerate(node.args):
                 if dotted_name(arg.value) == key and (arg.star or last not in _PLAIN_CALLS):
-                    return False
+                    if not _handed_to_plain_method(tree, cls, self_name, node, index):
+                        return False
         elif type(node) in (cst.Assign, cst.AugAssign, cst.AnnAssign):
             targets = [t.target for t in node.targets] if type(node) is cst.Assign else [node.target]
             if any(dotted_name(t) == key for t in targets):

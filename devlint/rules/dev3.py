@@ -190,6 +190,8 @@ class BatchLeftOnCpu(Rule):
                 continue
             if cpu.origin is not node and cpu.origin is not node.iter:
                 continue
+            if _discards_a_move(node):
+                return  # `X.to(device)` thrown away in the loop: DEV202's, where the fix goes
             self._report(analysis, node, conflict)
             return
 
@@ -243,6 +245,26 @@ class BatchLeftOnCpu(Rule):
         indent = self.ctx.indentation() + (body.indent if body.indent is not None else self.ctx.module.default_indent)
         newline = self.ctx.module.default_newline
         return FixPlan.safe(InsertBefore(body.body[0], f"{statement}{newline}{indent}"), *edits)
+
+
+def _discards_a_move(loop: cst.For) -> bool:
+    """Does the loop's body move a name with its result thrown away (`X.to(device)` as a
+    statement)? Then the batch is not forgotten but its move discarded: one problem, and
+    DEV202 reports it."""
+    body = loop.body.body if type(loop.body) is cst.IndentedBlock else ()
+    for line in body:
+        if type(line) is not cst.SimpleStatementLine:
+            continue
+        for small in line.body:
+            value = small.value if type(small) is cst.Expr else None
+            if (
+                type(value) is cst.Call
+                and type(value.func) is cst.Attribute
+                and value.func.attr.value in ("to", "cuda")
+                and type(value.func.value) is cst.Name
+            ):
+                return True
+    return False
 
 
 class LoadWithoutMapLocation(Rule):
