@@ -439,6 +439,8 @@ class UnregisteredModuleTensor(Rule):
         params = method.params.params
         if not params or params[0].name.value != target.value.value:
             return
+        if method.name.value == "train" and self._cached_by_train(analysis, cls, node, target, value_node):
+            return
         at_construction = _runs_at_construction(self.ctx.tree, method, cls)
         if not at_construction and not self._built_once(target):
             return
@@ -506,6 +508,36 @@ class UnregisteredModuleTensor(Rule):
             opening = f'{self_name}.register_buffer("{attr}", '
             fix = FixPlan.unsafe(ReplaceUpTo(node, value_node, opening), InsertAfter(value_node, ", persistent=False)"))
         self.report(node, message, fix)
+
+    def _cached_by_train(
+        self,
+        analysis: DeviceAnalysis,
+        cls: cst.ClassDef,
+        node: cst.CSTNode,
+        target: cst.Attribute,
+        value_node: cst.BaseExpression,
+    ) -> bool:
+        """`def train(self, mode=True): ... self.ab = self.attention_biases[:, self.idxs]`:
+        a cache `.eval()` builds from the module's parameters (TinyViT, LeViT). Built on
+        the CPU when `.eval()` comes before `.to(device)`, it stays there. Reported here;
+        True when it was."""
+        me = target.value.value
+        reads_parameters = any(
+            type(n) is cst.Attribute and type(n.value) is cst.Name and n.value.value == me
+            for n in self.ctx.tree.walk(value_node)
+        )
+        if not reads_parameters or type(value_node) not in (cst.Subscript, cst.Call, cst.BinaryOperation):
+            return False
+        registered = analysis.registered_names(cls)
+        if registered is None or target.attr.value in registered:
+            return False
+        message = (
+            f"`{me}.{target.attr.value}` is a cache `train(False)` (`.eval()`) builds from the parameters: "
+            "after `.eval()` the model's `.to(device)` leaves it where it was built; "
+            "build it in `forward` where the parameters are, or rebuild it when the device changes"
+        )
+        self.report(node, message)
+        return True
 
     def _constructed_with(
         self, analysis: DeviceAnalysis, cls: cst.ClassDef, init: cst.FunctionDef, name: str, depth: int = 0
