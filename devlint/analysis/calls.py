@@ -369,6 +369,12 @@ class TorchCalls:
                 return AbstractValue(Kind.DEVICE, device)
         return value
 
+    def _forward_returned(self, module: AbstractValue) -> AbstractValue | None:
+        """What the `forward` of a model of the file returns, for any caller."""
+        forward = self._method_of_instance(module, "forward") if module.instance_of else None
+        summary = self.model.summary_of(forward) if forward is not None else None
+        return summary.returns if summary is not None else None
+
     def _type_of_tensor(self, func: cst.BaseExpression) -> bool:
         """`type(x)` of a tensor `x` (or of `x.data`)."""
         if type(func) is not cst.Call or type(func.func) is not cst.Name or func.func.value != "type":
@@ -609,7 +615,13 @@ class TorchCalls:
                 return UNKNOWN  # `out, lengths = encoder(x, n)`: the lengths are on the CPU
             tensor = returns == "tensor" or layer == T.AUDIO_TRANSFORM
             kind = Kind.TENSOR if tensor else Kind.UNKNOWN  # a tensor's items are tensors (`out[0][0]`)
-            return AbstractValue(kind, module.device, None, module.origin, module.source, module.how)
+            output = AbstractValue(kind, module.device, None, module.origin, module.source, module.how)
+            returned = self._forward_returned(module)
+            if returned is not None and returned.elements is not None:
+                # `return loss, kl.item(), acc`: a number among the outputs is no tensor
+                items = tuple(item if item.kind is Kind.OTHER else output for item in returned.elements)
+                return replace(output, elements=items)
+            return output
         if (
             module.holds_params
             and module.maybe_accel

@@ -265,8 +265,12 @@ class GuardOracle:
         for name, values in passed.items():
             if name in spoiled or name in self.flags:
                 continue
+            # a call passing `False` never takes the arm; one passing `True` takes it unchecked
+            values = [v for v in values if not (type(v) is cst.Name and v.value == "False")]
+            if not values or any(type(v) is cst.Name and v.value == "True" for v in values):
+                continue
             implied = [self.implication(v) if v is not None else NOTHING_KNOWN for v in values]
-            if all(i.says_anything for i in implied):
+            if all(i.says_anything and i.when_true != EVERYTHING for i in implied):
                 self.flags[name] = Implication(
                     frozenset.intersection(*(i.when_true for i in implied)),
                     frozenset.intersection(*(i.when_false for i in implied)),

@@ -929,8 +929,8 @@ class FileModel(RelevanceGate, CallContexts):
         return replace(value, how=f"{value.how}, left by `__init__` for the first call" if value.how else value.how)
 
     def literal_flag(self, name: str) -> bool | None:
-        """`cuda = True` (or False) at module level, the file's one binding of `name`: what
-        every `if cuda:` of the file sees. None for any other name."""
+        """`cuda = True` at module level, the file's one binding of `name`: what every `if
+        cuda:` of the file sees. None for any other name."""
         if self._literal_flags is None:
             bindings: Counter[str] = Counter()
             for node in self.ctx.tree.nodes:
@@ -952,8 +952,9 @@ class FileModel(RelevanceGate, CallContexts):
                         and type(small.targets[0].target) is cst.Name
                     ):
                         bound, value = small.targets[0].target.value, small.value
-                        if bindings[bound] == 1 and type(value) is cst.Name and value.value in ("True", "False"):
-                            flags[bound] = value.value == "True"
+                        # (`use_cuda = False`: the arm a user gets by flipping it is still read)
+                        if bindings[bound] == 1 and type(value) is cst.Name and value.value == "True":
+                            flags[bound] = True
             self._literal_flags = flags
         return self._literal_flags.get(name)
 
@@ -964,7 +965,7 @@ class FileModel(RelevanceGate, CallContexts):
         `training` (which `.train()`/`.eval()` change)?"""
         changed = self.changed_after_init(cls)
         init = self.method(cls, "__init__")
-        if changed is None or attr in changed or attr == "training" or init is None:
+        if changed is None or attr in changed or attr == "training" or init is None or self.set_from_outside(attr):
             return False
         if any(m.name.value == attr for c in [cls, *self.local_bases(cls)] for m in self._methods(c)):
             return False

@@ -464,7 +464,7 @@ class UnregisteredModuleTensor(Rule):
         computed = _computed_with(self.ctx, analysis, cls, target.value.value, attr)
         if computed is False or (computed is None and construction is not None):
             return  # read only as data (`.tolist()`, an index, packing's lengths), or never
-        if analysis.model.set_from_outside(attr):
+        if _placed_from_outside(self.ctx, cls, attr):
             return  # `model.adj = model.adj.to(device)`: placed by the code that moves the model
         if _of_itself(self.ctx, value_node, dotted_name(target)) == "move":
             return  # `self.bank = self.bank.to(device)`: the tensor is reported where it is made
@@ -673,11 +673,14 @@ def _runs_at_construction(tree: Tree, method: cst.FunctionDef, cls: cst.ClassDef
         if name in reached or name not in methods:
             continue
         reached.add(name)
+        params = methods[name].params.params
+        me = params[0].name.value if params else None
         for node in tree.walk(methods[name].body):
             if (
                 type(node) is cst.Call
                 and type(node.func) is cst.Attribute
                 and type(node.func.value) is cst.Name
+                and node.func.value.value == me
                 and node.func.attr.value in methods
             ):
                 todo.append(node.func.attr.value)
@@ -1251,6 +1254,8 @@ def _moved_later(ctx, call: cst.Call, scope: cst.CSTNode) -> bool:
     names: set[str] = set()
     nodes = ctx.tree.walk(scope)
     for node in nodes:
+        if type(node) is cst.Return and node.value is call:
+            return True  # `def build(): return GCN(adj)`: its callers place it
         if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in _MOVES_OFF_CPU:
             if node.func.value is call:
                 return True
@@ -1270,6 +1275,55 @@ _DATA_READS = frozenset({"tolist", "item", "cpu", "numpy", "shape", "size", "dim
 _DATA_FUNCTIONS = frozenset({"len", "int", "float", "list", "tuple", "range", "enumerate", "zip", "sorted", "set"})
 
 
+def _placed_from_outside(ctx, cls: cst.ClassDef, attr: str) -> bool:
+    """Does code outside the class move the attribute of an instance of it itself
+    (`model = Net(adj)` ... `model.adj = model.adj.to(device)`)?"""
+    instances = set()
+    for node in ctx.tree.nodes:
+        if type(node) is cst.Assign and type(node.value) is cst.Call:
+            call = node.value
+            while type(call.func) is cst.Attribute and type(call.func.value) is cst.Call:
+                call = call.func.value  # `Net(adj).to(device)`
+            if type(call.func) is cst.Name and call.func.value == cls.name.value:
+                instances.update(t.target.value for t in node.targets if type(t.target) is cst.Name)
+    for node in ctx.tree.nodes:
+        if type(node) is not cst.Assign or type(node.value) is not cst.Call:
+            continue
+        func = node.value.func
+        if type(func) is not cst.Attribute or func.attr.value not in _MOVES_OFF_CPU:
+            continue
+        for target in node.targets:
+            placed = target.target
+            if (
+                type(placed) is cst.Attribute
+                and placed.attr.value == attr
+                and type(placed.value) is cst.Name
+                and placed.value.value in instances
+            ):
+                return True
+    return False
+
+
+def _moves_its_argument(ctx, function: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> bool:
+    """Does `function` move the parameter `arg` fills (`adj = adj.to(x.device)`)?"""
+    params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    bound = type(call.func) is cst.Attribute and params[:1] in (["self"], ["cls"])
+    params = params[1:] if bound else params
+    if arg.keyword is not None:
+        name = arg.keyword.value
+    else:
+        index = [a for a in call.args if a.keyword is None].index(arg)
+        name = params[index] if index < len(params) else None
+    return name is not None and any(
+        type(n) is cst.Call
+        and type(n.func) is cst.Attribute
+        and n.func.attr.value in _MOVES_OFF_CPU
+        and type(n.func.value) is cst.Name
+        and n.func.value.value == name
+        for n in ctx.tree.walk(function.body)
+    )
+
+
 def _computed_with(ctx, analysis: DeviceAnalysis, cls: cst.ClassDef, me: str, attr: str) -> bool | None:
     """Does the class compute with `self.<attr>` where its device matters (an operator,
     a `torch.*` function, a tensor's method, a submodule, a local name that may be any
@@ -1283,7 +1337,7 @@ def _computed_with(ctx, analysis: DeviceAnalysis, cls: cst.ClassDef, me: str, at
         for child in node.children:
             parents[id(child)] = node
     targets = {id(t) for node in nodes if type(node) in (cst.Assign, cst.AnnAssign) for t in assignment_targets(node)}
-    methods = {m.name.value for m in analysis.model._methods(cls)}
+    methods = {m.name.value: m for m in analysis.model._methods(cls)}
     read = False
     for node in nodes:
         if (
@@ -1306,20 +1360,22 @@ def _computed_with(ctx, analysis: DeviceAnalysis, cls: cst.ClassDef, me: str, at
             continue  # `self.ids.tolist()`, `self.adj.shape`
         if type(parent) is cst.Index or type(parent) is cst.SubscriptElement:
             continue  # `emb[self.ids]`: an index, legal from the CPU
-        if type(parent) is cst.For and parent.iter is current:
-            continue
         if type(parent) is cst.Arg:
             call = parents.get(id(parent))
             if type(call) is cst.Call:
                 qualified = ctx.qualify(call.func) or ""
                 func = call.func
                 if qualified.startswith("torch.nn.utils.rnn.") or (
-                    type(func) is cst.Name and (func.value in _DATA_FUNCTIONS or analysis.model.callee(func.value))
+                    type(func) is cst.Name and func.value in _DATA_FUNCTIONS
                 ):
-                    continue  # packing's lengths, `len(...)`, a helper of the file
-                if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == me:
-                    if func.attr.value in methods:
-                        continue  # a method of the class, which may place it
+                    continue  # packing's lengths, `len(...)`
+                callee = None
+                if type(func) is cst.Name:
+                    callee = analysis.model.callee(func.value)  # a helper of the file
+                elif type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == me:
+                    callee = methods.get(func.attr.value)  # a method of the class
+                if callee is not None and _moves_its_argument(ctx, callee, call, parent):
+                    continue  # `propagate(self.adj, x)` that does `adj.to(x.device)`
         return True
     return False if read else None
 

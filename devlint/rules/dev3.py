@@ -190,7 +190,7 @@ class BatchLeftOnCpu(Rule):
                 continue
             if cpu.origin is not node and cpu.origin is not node.iter:
                 continue
-            if _discards_a_move(node):
+            if _root_name(conflict.cpu.expr) in _discarded_moves(node):
                 return  # `X.to(device)` thrown away in the loop: DEV202's, where the fix goes
             self._report(analysis, node, conflict)
             return
@@ -247,10 +247,11 @@ class BatchLeftOnCpu(Rule):
         return FixPlan.safe(InsertBefore(body.body[0], f"{statement}{newline}{indent}"), *edits)
 
 
-def _discards_a_move(loop: cst.For) -> bool:
-    """Does the loop's body move a name with its result thrown away (`X.to(device)` as a
-    statement)? Then the batch is not forgotten but its move discarded: one problem, and
-    DEV202 reports it."""
+def _discarded_moves(loop: cst.For) -> set[str]:
+    """The names the loop's body moves with the result thrown away (`X.to(device)` as a
+    statement): a batch not forgotten but whose move is discarded, one problem that
+    DEV202 reports."""
+    found = set()
     body = loop.body.body if type(loop.body) is cst.IndentedBlock else ()
     for line in body:
         if type(line) is not cst.SimpleStatementLine:
@@ -263,8 +264,15 @@ def _discards_a_move(loop: cst.For) -> bool:
                 and value.func.attr.value in ("to", "cuda")
                 and type(value.func.value) is cst.Name
             ):
-                return True
-    return False
+                found.add(value.func.value.value)
+    return found
+
+
+def _root_name(expr: cst.BaseExpression) -> str | None:
+    """`y` of `y.squeeze(1)[0]`."""
+    while type(expr) in (cst.Attribute, cst.Subscript, cst.Call):
+        expr = expr.func if type(expr) is cst.Call else expr.value
+    return expr.value if type(expr) is cst.Name else None
 
 
 class LoadWithoutMapLocation(Rule):
