@@ -47,3 +47,24 @@ def test_two_device_notions_fail_on_a_shadow_mac() -> None:
     # the first operation that meets a CPU model and an MPS tensor fails, as on a Mac
     assert "mps" in (mac.error or "") and "cpu" in (mac.error or ""), mac.error
     assert report.verdict == "FAIL"
+
+
+@pytest.mark.parametrize(
+    ("name", "binding"),
+    [
+        # the choice named `torch.cuda.is_available` without its call: the fix adds the call,
+        # and the binding the other fixes use follows that choice, not torch.accelerator
+        ("uncalled_choice.py", 'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")'),
+        # `cuda = True`: a literal is no check to follow (it once gave "cpu" if cuda else "cuda")
+        ("literal_flag.py", "device = torch.accelerator.current_accelerator()"),
+    ],
+)
+def test_fixed_scripts_keep_one_device_on_a_shadow_mac(name: str, binding: str) -> None:
+    path = FIXTURES / name
+    original = path.read_text(encoding="utf-8")
+    fixed = fix_source(original, path=str(path)).output
+    assert binding in fixed
+    report = verify(str(path), original, fixed, device="shadow")
+    runs = {run.spec.name: run for run in report.runs}
+    assert runs["fixed@shadow:mps"].status == "ok", runs["fixed@shadow:mps"].error
+    assert report.verdict == "PASS", [(r.spec.name, r.status, r.error, r.differences) for r in report.runs]

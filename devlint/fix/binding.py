@@ -401,6 +401,8 @@ class BindingService:
         literals = (string_value(choice.body), string_value(choice.orelse))
         if literals not in (("cuda", "cpu"), ("cuda:0", "cpu")):
             return False
+        if self.ctx.qualify(choice.test) == "torch.cuda.is_available":
+            return True  # named without its call: DEV101's fix adds the call, and it is one
         implied = self.ctx.guards.implication(choice.test)
         return "cuda" in implied.when_true and not implied.when_false
 
