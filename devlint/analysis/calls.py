@@ -1405,6 +1405,8 @@ class TorchCalls:
             value = operand.value
             rank_matters = value.zero_dim is not False if elementwise else value.zero_dim is True
             if value.device.is_cpu and not rank_matters:
+                if value.source is Source.CONSTRUCTION and all(o.value.source is Source.PARAMETER for o in accelerated):
+                    return  # a CPU model's output beside a parameter's own `x.device`: no accelerator in sight
                 self._conflict(Conflict(node, operand, named[0]))
                 return
 

@@ -18,6 +18,7 @@ from devlint.analysis.tree import (
     bound_names,
     dotted_name,
     parameter_named,
+    walk,
 )
 from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore, Replace, ReplaceUpTo
 from devlint.rules.base import Rule
@@ -461,6 +462,8 @@ class UnregisteredModuleTensor(Rule):
         if value.source not in (Source.FACTORY, Source.NUMPY, Source.MOVE):
             return
         attr = target.attr.value
+        if value.zero_dim is True or _learnable(value_node) or _made_learnable(self.ctx, cls, target.value.value, attr):
+            return  # a CPU scalar joins accelerator operands; a learnable one wants `nn.Parameter`, not a buffer
         computed = _computed_with(self.ctx, analysis, cls, target.value.value, attr)
         if computed is False or (computed is None and construction is not None):
             return  # read only as data (`.tolist()`, an index, packing's lengths), or never
@@ -1275,6 +1278,38 @@ _DATA_READS = frozenset({"tolist", "item", "cpu", "numpy", "shape", "size", "dim
 _DATA_FUNCTIONS = frozenset({"len", "int", "float", "list", "tuple", "range", "enumerate", "zip", "sorted", "set"})
 
 
+def _learnable(value: cst.BaseExpression) -> bool:
+    """`torch.zeros(1, requires_grad=True)`, `torch.tensor(x).requires_grad_()`: a tensor an
+    optimizer trains (`self.log_alpha`), which a buffer would detach from it."""
+    for node in walk(value):
+        if type(node) is cst.Arg and node.keyword is not None and node.keyword.value == "requires_grad":
+            return type(node.value) is cst.Name and node.value.value == "True"
+        if type(node) is cst.Attribute and node.attr.value == "requires_grad_":
+            return True
+    return False
+
+
+def _made_learnable(ctx, cls: cst.ClassDef, me: str, attr: str) -> bool:
+    """`self.log_alpha.requires_grad = True` somewhere in the class."""
+    for node in ctx.tree.walk(cls):
+        if type(node) is cst.Assign:
+            for target in node.targets:
+                t = target.target
+                if (
+                    type(t) is cst.Attribute
+                    and t.attr.value == "requires_grad"
+                    and type(t.value) is cst.Attribute
+                    and t.value.attr.value == attr
+                    and type(t.value.value) is cst.Name
+                    and t.value.value.value == me
+                ):
+                    return True
+    return False
+
+
+_SAMPLERS = frozenset({"torch.multinomial", "torch.bernoulli", "torch.poisson"})
+
+
 def _placed_from_outside(ctx, cls: cst.ClassDef, attr: str) -> bool:
     """Does code outside the class move the attribute of an instance of it itself
     (`model = Net(adj)` ... `model.adj = model.adj.to(device)`)?"""
@@ -1326,11 +1361,11 @@ def _moves_its_argument(ctx, function: cst.FunctionDef, call: cst.Call, arg: cst
 
 def _computed_with(ctx, analysis: DeviceAnalysis, cls: cst.ClassDef, me: str, attr: str) -> bool | None:
     """Does the class compute with `self.<attr>` where its device matters (an operator,
-    a `torch.*` function, a tensor's method, a submodule, a local name that may be any
-    of these)? False where every read is as data: `.tolist()`, `.item()`, `.shape`, an
-    index into something else, `len(...)`, the lengths `pack_padded_sequence` wants on
-    the CPU, or handed to a function or method of the file (which may place it). None
-    where the class never reads it."""
+    a `torch.*` function, a tensor's method, a submodule, a local name used so)? False
+    where every read is as data: `.tolist()`, `.item()`, `.shape`, an index into
+    something else, `len(...)`, the lengths `pack_padded_sequence` wants on the CPU,
+    indices sampled from it, or handed to a function or method of the file that moves
+    it. None where the class never reads it."""
     nodes = ctx.tree.walk(cls)
     parents: dict[int, cst.CSTNode] = {}
     for node in nodes:
@@ -1349,35 +1384,61 @@ def _computed_with(ctx, analysis: DeviceAnalysis, cls: cst.ClassDef, me: str, at
         ):
             continue
         read = True
-        current, parent = node, parents.get(id(node))
-        while type(parent) in (cst.Subscript, cst.Attribute) and parent.value is current:
-            if type(parent) is cst.Attribute and parent.attr.value in _DATA_READS:
-                break
-            if type(parent) is cst.Attribute and parent.attr.value not in ("T", "mT", "data"):
-                break
-            current, parent = parent, parents.get(id(parent))
-        if type(parent) is cst.Attribute and parent.attr.value in _DATA_READS:
-            continue  # `self.ids.tolist()`, `self.adj.shape`
-        if type(parent) is cst.Index or type(parent) is cst.SubscriptElement:
-            continue  # `emb[self.ids]`: an index, legal from the CPU
-        if type(parent) is cst.Arg:
-            call = parents.get(id(parent))
-            if type(call) is cst.Call:
-                qualified = ctx.qualify(call.func) or ""
-                func = call.func
-                if qualified.startswith("torch.nn.utils.rnn.") or (
-                    type(func) is cst.Name and func.value in _DATA_FUNCTIONS
-                ):
-                    continue  # packing's lengths, `len(...)`
-                callee = None
-                if type(func) is cst.Name:
-                    callee = analysis.model.callee(func.value)  # a helper of the file
-                elif type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == me:
-                    callee = methods.get(func.attr.value)  # a method of the class
-                if callee is not None and _moves_its_argument(ctx, callee, call, parent):
-                    continue  # `propagate(self.adj, x)` that does `adj.to(x.device)`
-        return True
+        parent = parents.get(id(node))
+        if type(parent) is cst.Assign and len(parent.targets) == 1 and type(parent.targets[0].target) is cst.Name:
+            # `noise_dist = self.noise_dist`: what the method does with the local
+            alias, function = parent.targets[0].target.value, parent
+            while function is not None and type(function) is not cst.FunctionDef:
+                function = parents.get(id(function))
+            uses = [
+                n
+                for n in (ctx.tree.walk(function.body) if function is not None else ())
+                if type(n) is cst.Name
+                and n.value == alias
+                and id(n) not in targets
+                and not (type(parents.get(id(n))) is cst.Attribute and parents[id(n)].attr is n)
+            ]
+            if function is not None and all(_read_as_data(ctx, analysis, n, parents, methods, me) for n in uses):
+                continue
+            return True
+        if not _read_as_data(ctx, analysis, node, parents, methods, me):
+            return True
     return False if read else None
+
+
+def _read_as_data(ctx, analysis: DeviceAnalysis, node: cst.CSTNode, parents: dict, methods: dict, me: str) -> bool:
+    """Is this read of a tensor (`self.ids`, or a local holding it) a use as data: see
+    `_computed_with`?"""
+    current, parent = node, parents.get(id(node))
+    while type(parent) in (cst.Subscript, cst.Attribute) and parent.value is current:
+        if type(parent) is cst.Attribute and parent.attr.value in _DATA_READS:
+            break
+        if type(parent) is cst.Attribute and parent.attr.value not in ("T", "mT", "data"):
+            break
+        current, parent = parent, parents.get(id(parent))
+    if type(parent) is cst.Attribute and parent.attr.value in _DATA_READS:
+        return True  # `self.ids.tolist()`, `self.adj.shape`
+    if type(parent) is cst.Index or type(parent) is cst.SubscriptElement:
+        return True  # `emb[self.ids]`: an index, legal from the CPU
+    if type(parent) is cst.Arg:
+        call = parents.get(id(parent))
+        if type(call) is cst.Call:
+            qualified = ctx.qualify(call.func) or ""
+            func = call.func
+            if (
+                qualified.startswith("torch.nn.utils.rnn.")
+                or qualified in _SAMPLERS
+                or (type(func) is cst.Name and func.value in _DATA_FUNCTIONS)
+            ):
+                return True  # packing's lengths, indices sampled from it, `len(...)`
+            callee = None
+            if type(func) is cst.Name:
+                callee = analysis.model.callee(func.value)  # a helper of the file
+            elif type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == me:
+                callee = methods.get(func.attr.value)  # a method of the class
+            if callee is not None and _moves_its_argument(ctx, callee, call, parent):
+                return True  # `propagate(self.adj, x)` that does `adj.to(x.device)`
+    return False
 
 
 def _returned_parameter(tree: Tree, function: cst.FunctionDef) -> str | None:

@@ -71,6 +71,8 @@ class ModelLeftOnCpu(Rule):
         here = self._scope()
         key = _assigned_key(self.ctx, node)
         for conflict, scope in analysis.models_left_on_cpu().get(id(node), ()):
+            if conflict.other.value.source is Source.PARAMETER and scope is not here:
+                continue  # another method's own `x.device`: no sign that a caller passes an accelerator
             if (
                 scope is not here
                 and not self._local_of(conflict, scope)
