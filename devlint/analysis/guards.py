@@ -339,9 +339,18 @@ def flag_assignments(nodes: list[cst.CSTNode]) -> list[tuple[str, cst.BaseExpres
     not a scope's: a flag and a parameter of the same name are one name."""
     found: list[tuple[str, cst.BaseExpression | None]] = []
     kinds = _ASSIGNING
+    functions: list[cst.FunctionDef] = []
+    calls: list[cst.Call] = []
+    tested: set[str] = set()  # the names an `if` or a conditional expression tests
     for node in nodes:
         kind = type(node)
         if kind not in kinds:
+            if kind is cst.Call:
+                calls.append(node)
+            elif kind is cst.FunctionDef:
+                functions.append(node)
+            elif kind is cst.If or kind is cst.IfExp:
+                _tested_names(node.test, tested)
             continue
         if kind is cst.Assign:
             for target in node.targets:
@@ -352,35 +361,54 @@ def flag_assignments(nodes: list[cst.CSTNode]) -> list[tuple[str, cst.BaseExpres
             _flag_targets(node.target, node.value, found)
         elif kind is cst.AugAssign or kind is cst.For:
             _flag_targets(node.target, None, found)
-    found.extend(_parameter_bindings(nodes))
+    found.extend(_parameter_bindings(functions, calls, tested))
     return found
 
 
-def _parameter_bindings(nodes: list[cst.CSTNode]) -> list[tuple[str, cst.BaseExpression | None, bool]]:
-    """What the file's calls pass to the parameters of its functions, as assignments:
-    `load_model(model, is_cuda=args.cuda)` binds `is_cuda` to `args.cuda`, and a call that
-    leaves it out binds its default (None where there is none). Only for a function
-    defined once under its name and called by that name (`f(...)`, `self.f(...)`)."""
-    functions: dict[str, list[cst.FunctionDef]] = {}
-    calls: dict[str, list[cst.Call]] = {}
-    for node in nodes:
-        if type(node) is cst.FunctionDef:
-            functions.setdefault(node.name.value, []).append(node)
-        elif type(node) is cst.Call:
-            func = node.func
-            name = func.value if type(func) is cst.Name else func.attr.value if type(func) is cst.Attribute else None
-            if name is not None:
-                calls.setdefault(name, []).append(node)
-    found: list[tuple[str, cst.BaseExpression | None]] = []
-    for name, defined in functions.items():
-        sites = calls.get(name)
-        if len(defined) != 1 or not sites:
+def _tested_names(test: cst.BaseExpression, found: set[str]) -> None:
+    """The names a test is made of: `if cuda:`, `if not no_cuda and ok:`."""
+    if type(test) is cst.Name:
+        found.add(test.value)
+    elif type(test) is cst.UnaryOperation:
+        _tested_names(test.expression, found)
+    elif type(test) is cst.BooleanOperation:
+        _tested_names(test.left, found)
+        _tested_names(test.right, found)
+
+
+def _parameter_bindings(
+    functions: list[cst.FunctionDef], calls: list[cst.Call], tested: set[str]
+) -> list[tuple[str, cst.BaseExpression | None, bool]]:
+    """What the file's calls pass to the parameters of its functions that its tests read,
+    as assignments (marked True): `load_model(model, is_cuda=args.cuda)` binds `is_cuda`
+    to `args.cuda`, and a call that leaves it out binds its default (None where there is
+    none). Only for a function defined once under its name and called by that name
+    (`f(...)`, `self.f(...)`)."""
+    by_name: dict[str, list[cst.FunctionDef]] = {}
+    for function in functions:
+        by_name.setdefault(function.name.value, []).append(function)
+    by_name = {
+        name: defined
+        for name, defined in by_name.items()
+        if any(p.name.value in tested for d in defined for p in (*d.params.params, *d.params.kwonly_params))
+    }
+    if not by_name:
+        return []
+    sites: dict[str, list[cst.Call]] = {}
+    for node in calls:
+        func = node.func
+        name = func.value if type(func) is cst.Name else func.attr.value if type(func) is cst.Attribute else None
+        if name in by_name:
+            sites.setdefault(name, []).append(node)
+    found: list[tuple[str, cst.BaseExpression | None, bool]] = []
+    for name, defined in by_name.items():
+        if len(defined) != 1 or name not in sites:
             continue
         params = [*defined[0].params.posonly_params, *defined[0].params.params]
         bound = bool(params) and params[0].name.value in ("self", "cls")
         params = params[1:] if bound else params
         keyword_only = list(defined[0].params.kwonly_params)
-        for call in sites:
+        for call in sites[name]:
             if type(call.func) is cst.Attribute and not bound:
                 continue  # `obj.f(...)` of another object's `f`
             starred = any(arg.star for arg in call.args)

@@ -130,6 +130,9 @@ class FileModel(RelevanceGate, CallContexts):
         self._setters: dict[tuple[int, str], frozenset[int]] = {}  # see `first_call_value`
         self._kept: dict[tuple[int, str], bool] = {}  # see `kept_by_forward`
         self._literal_flags: dict[str, bool] | None = None  # see `literal_flag`
+        self._settings: dict[tuple[int, str], bool] = {}  # see `configuration`
+        self._called: dict[int, frozenset[str]] = {}  # see `_called_attributes`
+        self._others: frozenset[str] | None = None  # see `_set_on_others`
         self._moved_globals: frozenset[str] | None = None  # see `moved_in_functions`
         self._globals_declared: dict[str, list[cst.FunctionDef]] | None = None  # see `lazy_global`
         self._assigned_names: dict[int, frozenset[str]] = {}  # see `assigned_names`
@@ -963,9 +966,15 @@ class FileModel(RelevanceGate, CallContexts):
         time from a parameter or a literal (`self.use_memory = use_memory`), no method or
         property of that name, no method called on it (`self.frames.append(x)`), and not
         `training` (which `.train()`/`.eval()` change)?"""
+        key = (id(cls), attr)
+        if key not in self._settings:
+            self._settings[key] = self._is_setting(cls, attr)
+        return self._settings[key]
+
+    def _is_setting(self, cls: cst.ClassDef, attr: str) -> bool:
         changed = self.changed_after_init(cls)
         init = self.method(cls, "__init__")
-        if changed is None or attr in changed or attr == "training" or init is None or self.set_from_outside(attr):
+        if changed is None or attr in changed or attr == "training" or init is None:
             return False
         if any(m.name.value == attr for c in [cls, *self.local_bases(cls)] for m in self._methods(c)):
             return False
@@ -977,19 +986,43 @@ class FileModel(RelevanceGate, CallContexts):
             for v in values
         ):
             return False
-        me = self_name(init)
-        for method in self._methods(cls):
-            for node in self.ctx.tree.walk(method.body):
-                if (
-                    type(node) is cst.Call
-                    and type(node.func) is cst.Attribute
-                    and type(node.func.value) is cst.Attribute
-                    and node.func.value.attr.value == attr
-                    and type(node.func.value.value) is cst.Name
-                    and node.func.value.value.value == me
-                ):
-                    return False
-        return True
+        others = self._set_on_others()
+        return attr not in self._called_attributes(cls) and attr not in others and "*" not in others
+
+    def _set_on_others(self) -> frozenset[str]:
+        """The attributes the file assigns on objects other than `self` (`agent.warm = True`),
+        `"*"` with `setattr`: a lighter pass than `set_from_outside`'s."""
+        if self._others is None:
+            found = set()
+            for node in self.ctx.tree.nodes:
+                node_type = type(node)
+                if node_type is cst.AssignTarget or node_type is cst.AugAssign or node_type is cst.AnnAssign:
+                    target = node.target
+                    if type(target) is cst.Attribute and not _on_self(target):
+                        found.add(target.attr.value)
+                elif node_type is cst.Call and type(node.func) is cst.Name and node.func.value == "setattr":
+                    found.add("*")
+            self._others = frozenset(found)
+        return self._others
+
+    def _called_attributes(self, cls: cst.ClassDef) -> frozenset[str]:
+        """The `self.<attr>`s a method of the class calls a method of (`self.frames.append`)."""
+        found = self._called.get(id(cls))
+        if found is None:
+            names = set()
+            for method in self._methods(cls):
+                me = self_name(method)
+                for node in self.ctx.tree.walk(method.body):
+                    if (
+                        type(node) is cst.Call
+                        and type(node.func) is cst.Attribute
+                        and type(node.func.value) is cst.Attribute
+                        and type(node.func.value.value) is cst.Name
+                        and node.func.value.value.value == me
+                    ):
+                        names.add(node.func.value.attr.value)
+            found = self._called[id(cls)] = frozenset(names)
+        return found
 
     def configuration_of_part(self, cls: cst.ClassDef, attr: str, inner: str) -> bool:
         """`self.acmodel.use_memory`: `self.<attr>` is a model of the file built in

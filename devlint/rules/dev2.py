@@ -417,6 +417,8 @@ class UnregisteredModuleTensor(Rule):
     code = "DEV204"
     name = "unregistered-module-tensor"
     fixable = True
+    _calls_by_name: dict[str, list[cst.Call]] | None = None  # see `_constructed_with`
+    _reached: dict[int, frozenset[str]] | None = None  # see `_runs_at_construction`
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) == 1:
@@ -442,7 +444,9 @@ class UnregisteredModuleTensor(Rule):
             return
         if method.name.value == "train" and self._cached_by_train(analysis, cls, node, target, value_node):
             return
-        at_construction = _runs_at_construction(self.ctx.tree, method, cls)
+        if self._reached is None:
+            self._reached = {}
+        at_construction = _runs_at_construction(self.ctx.tree, method, cls, self._reached)
         if not at_construction and not self._built_once(target):
             return
         value = analysis.value_of(value_node)
@@ -550,11 +554,12 @@ class UnregisteredModuleTensor(Rule):
         also through the `__init__` of a module that hands its own parameter on:
         `GraphConv(c, c, gso)`), with the first construction that builds it; None otherwise."""
         names = analysis.model.parameter_names(init, True)
-        calls = [
-            node
-            for node in self.ctx.tree.walk(self.ctx.module)
-            if type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == cls.name.value
-        ]
+        if self._calls_by_name is None:  # the calls of each name in the file, found once
+            self._calls_by_name = {}
+            for node in self.ctx.tree.nodes:
+                if type(node) is cst.Call and type(node.func) is cst.Name:
+                    self._calls_by_name.setdefault(node.func.value, []).append(node)
+        calls = self._calls_by_name.get(cls.name.value, ())
         found = None
         for call in calls:
             if any(arg.star for arg in call.args):
@@ -663,19 +668,31 @@ def _inside(tree: Tree, node: cst.CSTNode, container: cst.CSTNode) -> bool:
     return any(n is node for n in tree.walk(container))
 
 
-def _runs_at_construction(tree: Tree, method: cst.FunctionDef, cls: cst.ClassDef) -> bool:
+def _runs_at_construction(
+    tree: Tree, method: cst.FunctionDef, cls: cst.ClassDef, cache: dict[int, frozenset[str]] | None = None
+) -> bool:
     """`__init__`, or a method that `__init__` calls as `self.<name>(...)`, itself or
-    through the methods it calls (`self._create_parameters_and_layers()`)."""
+    through the methods it calls (`self._create_parameters_and_layers()`). `cache`: a
+    rule's own, for the file it checks."""
+    if method.name.value == "__init__":
+        return True
+    reached = cache.get(id(cls)) if cache is not None else None
+    if reached is None:
+        reached = _reached_at_construction(tree, cls)
+        if cache is not None:
+            cache[id(cls)] = reached
+    return method.name.value in reached
+
+
+def _reached_at_construction(tree: Tree, cls: cst.ClassDef) -> frozenset[str]:
     methods = {m.name.value: m for m in (cls.body.body if type(cls.body) is cst.IndentedBlock else ())
                if type(m) is cst.FunctionDef}  # fmt: skip
-    reached, todo = set(), ["__init__"]
+    reached: set[str] = {"__init__"}
+    todo = ["__init__"]
     while todo:
         name = todo.pop()
-        if name == method.name.value:
-            return True
-        if name in reached or name not in methods:
+        if name not in methods:
             continue
-        reached.add(name)
         params = methods[name].params.params
         me = params[0].name.value if params else None
         for node in tree.walk(methods[name].body):
@@ -685,9 +702,11 @@ def _runs_at_construction(tree: Tree, method: cst.FunctionDef, cls: cst.ClassDef
                 and type(node.func.value) is cst.Name
                 and node.func.value.value == me
                 and node.func.attr.value in methods
+                and node.func.attr.value not in reached
             ):
+                reached.add(node.func.attr.value)
                 todo.append(node.func.attr.value)
-    return False
+    return frozenset(reached)
 
 
 def _other_assignments(tree: Tree, cls: cst.ClassDef, self_name: str, attr: str, node: cst.CSTNode) -> list:
@@ -1004,8 +1023,6 @@ class UnregisteredSubmodules(Rule):
         cls = analysis.class_of(method)
         if cls is None or not analysis.is_module_class(cls, strict=True):
             return
-        if not _runs_at_construction(self.ctx.tree, method, cls):
-            return  # (`self.w_i = {...}` in a helper `__init__` calls is built there all the same)
         self_name, attr = target.value.value, target.attr.value
         value = node.value
         held = self._held(value)
@@ -1013,7 +1030,9 @@ class UnregisteredSubmodules(Rule):
             held = self._appended(method, self_name, attr)
         if held is None and type(value) is cst.Name and method.name.value == "__init__":
             held = self._given(cls, method, value.value)
-        if held is None or not _plain_uses_only(self.ctx.tree, cls, self_name, attr, node):
+        if held is None or not _runs_at_construction(self.ctx.tree, method, cls):
+            return  # (`self.w_i = {...}` in a helper `__init__` calls is built there all the same)
+        if not _plain_uses_only(self.ctx.tree, cls, self_name, attr, node):
             return
         container = {"module": "ModuleList", "parameter": "ParameterList"}[held]
         keys_named = True
