@@ -118,7 +118,6 @@ class FileModel(RelevanceGate, CallContexts):
         self._per_call = 0  # how deep `returns_for_call` interpretations are nested
         self._per_calls = 0  # how many this file has run
         self._changed: dict[int, frozenset[str] | None] = {}
-        self._outside: frozenset[str] | None = None
         self._setters_outside: dict[str, frozenset[int]] | None = None
         self._cuda_types: frozenset[str] | None = None
         self._cuda_default: bool | None = None
@@ -991,7 +990,7 @@ class FileModel(RelevanceGate, CallContexts):
 
     def _set_on_others(self) -> frozenset[str]:
         """The attributes the file assigns on objects other than `self` (`agent.warm = True`),
-        `"*"` with `setattr`: a lighter pass than `set_from_outside`'s."""
+        `"*"` with `setattr`."""
         if self._others is None:
             found = set()
             for node in self.ctx.tree.nodes:
@@ -1122,9 +1121,8 @@ class FileModel(RelevanceGate, CallContexts):
         return self._setters_outside
 
     def _scan_attribute_uses(self) -> None:
-        """One pass over the file for `_attribute_setters` and `set_from_outside`."""
+        """One pass over the file for `_attribute_setters`."""
         found: dict[str, set[int]] = {}
-        assigned: set[str] = set()  # `<x>.<attr> = ...`, `x` not `self` ("*": `setattr`)
         tree = self.ctx.tree
         nodes, ends = tree.nodes, tree.ends
         around: list[tuple[int, int]] = [(len(nodes), id(self.ctx.module))]
@@ -1135,8 +1133,6 @@ class FileModel(RelevanceGate, CallContexts):
             attribute = None
             if node_type in (cst.AssignTarget, cst.AugAssign, cst.AnnAssign):
                 attribute = node.target
-                if type(attribute) is cst.Attribute and not _on_self(attribute):
-                    assigned.add(attribute.attr.value)
             for owner, held in _handed_attributes(node, node_type):
                 # `(agent.Q, agent.P)`, `q = agent.Q`, `ModuleList([agent.Q])`, `return self.Q`:
                 # held elsewhere too, where it may be moved (`for net in ...: net.to(d)`)
@@ -1147,7 +1143,6 @@ class FileModel(RelevanceGate, CallContexts):
                 func = node.func
                 if type(func) is cst.Name and func.value == "setattr":
                     found.setdefault("*", set()).add(around[-1][1])
-                    assigned.add("*")
                 elif type(func) is cst.Attribute and func.attr.value in T.MOVE_METHODS:
                     attribute = func.value
             if type(attribute) is cst.Attribute and not _on_self(attribute):
@@ -1155,7 +1150,6 @@ class FileModel(RelevanceGate, CallContexts):
             if node_type is cst.FunctionDef or node_type is cst.Lambda:
                 around.append((ends[position], id(node)))
         self._setters_outside = {attr: frozenset(scopes) for attr, scopes in found.items()}
-        self._outside = frozenset(assigned)
 
     def touched_outside(self, attr: str) -> bool:
         """Does code of the file, on an object other than `self`, move `<x>.<attr>` in
@@ -1172,10 +1166,8 @@ class FileModel(RelevanceGate, CallContexts):
     def set_from_outside(self, attr: str) -> bool:
         """Does code of the file set `<x>.<attr>` on an object other than `self`, or set
         attributes by name (`setattr`)?"""
-        if self._outside is None:
-            self._scan_attribute_uses()
-        assert self._outside is not None
-        return attr in self._outside or "*" in self._outside
+        others = self._set_on_others()
+        return attr in others or "*" in others
 
     def _builds_parameters(self, function: cst.FunctionDef) -> bool:
         """Does a module-level helper return a parameter or a layer with parameters it
