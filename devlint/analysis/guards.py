@@ -520,5 +520,7 @@ _GPU_COUNT = re.compile(r"n_?gpus?|num_?gpus?|gpu_?count|n_?devices|num_?devices
 _GPU_LIST = re.compile(r"gpus|gpu_?ids|device_?ids|devices")
 
 # a bare `gpu` is often a device index (`if args.gpu: model.cuda(args.gpu)`): not a flag
-_CUDA_FLAG = re.compile(r"(?:use_?|with_?|on_?|enable_?|is_)?cuda|(?:use_?|with_?|on_?|enable_?|is_)gpu")
+_CUDA_FLAG = re.compile(
+    r"(?:use_?|with_?|on_?|enable_?|is_)?cuda(?:_?mode)?|(?:use_?|with_?|on_?|enable_?|is_)gpu|gpu_?mode"
+)
 _NEGATIVE_CUDA_FLAG = re.compile(r"(?:no_?|not_?|disable_?|without_?)(?:cuda|gpu)")
