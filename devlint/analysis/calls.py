@@ -650,9 +650,7 @@ class TorchCalls:
             # a model that placed itself and whose `forward` puts its input where it is (`x =
             # x.cuda()`): its output is there too, wherever the input was, where `forward`
             # returns a tensor (not `out.cpu()`, `.item()`, an array or a tuple)
-            forward = self._method_of_instance(module, "forward")
-            summary = self.model.summary_of(forward) if forward is not None else None
-            returned = summary.returns if summary is not None else None
+            returned = self._forward_returned(module)
             if returned is not None and returned.elements is not None:  # `return h, h.cpu().numpy()`
                 return replace(returned, elements=tuple(_where_placed(item) for item in returned.elements))
             if returned is not None:

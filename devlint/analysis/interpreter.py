@@ -44,6 +44,7 @@ from devlint.analysis.tree import (
     bound_names,
     decorator_names,
     dotted_name,
+    innermost_call,
     is_expression,
     keyword_arg,
     positional_args,
@@ -497,9 +498,7 @@ class ScopeEvaluator(TorchCalls):
                     else:
                         self.wrapped_iterables.pop(target.target.value, None)
             if value.instance_of and type(node.value) is cst.Call and type(node.targets[-1].target) is cst.Name:
-                call = node.value
-                while type(call.func) is cst.Attribute and type(call.func.value) is cst.Call:
-                    call = call.func.value  # `GCN(adj, 4).to(device)`: the construction's arguments
+                call = innermost_call(node.value)  # `GCN(adj, 4).to(device)`: the construction's arguments
                 if dotted_name(call.func) == value.instance_of:
                     self._constructed(node.targets[-1].target.value, call, value, state)
         elif type(node) is cst.AnnAssign:

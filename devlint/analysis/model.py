@@ -34,6 +34,7 @@ from devlint.analysis.tree import (
     call_parameters,
     decorator_names,
     dotted_name,
+    innermost_call,
     keyword_arg,
     move_target,
     positional_args,
@@ -985,8 +986,7 @@ class FileModel(RelevanceGate, CallContexts):
             for v in values
         ):
             return False
-        others = self._set_on_others()
-        return attr not in self._called_attributes(cls) and attr not in others and "*" not in others
+        return attr not in self._called_attributes(cls) and not self.set_from_outside(attr)
 
     def _set_on_others(self) -> frozenset[str]:
         """The attributes the file assigns on objects other than `self` (`agent.warm = True`),
@@ -1033,9 +1033,7 @@ class FileModel(RelevanceGate, CallContexts):
         values = [value for name, value in _self_assignments(init) if name == attr]
         if len(values) != 1 or type(values[0]) is not cst.Call:
             return False
-        call = values[0]
-        while type(call.func) is cst.Attribute and type(call.func.value) is cst.Call:
-            call = call.func.value  # `ACModel(...).to(device)`
+        call = innermost_call(values[0])  # `ACModel(...).to(device)`
         part = self.classes.get(dotted_name(call.func) or "")
         return part is not None and part is not cls and self.configuration(part, inner)
 

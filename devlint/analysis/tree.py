@@ -455,6 +455,13 @@ def positional_args(call: cst.Call) -> list[cst.Arg]:
     return [a for a in call.args if a.keyword is None and not a.star]
 
 
+def innermost_call(call: cst.Call) -> cst.Call:
+    """`Net(adj)` of `Net(adj).to(device).eval()`: the call a chain of method calls starts from."""
+    while type(call.func) is cst.Attribute and type(call.func.value) is cst.Call:
+        call = call.func.value
+    return call
+
+
 def move_target(call: cst.Call) -> cst.Arg | None:
     """What `x.to(...)` (or `to_empty`) is given as the device: its `device=`, else its
     first positional argument (which may also be a dtype or a tensor)."""

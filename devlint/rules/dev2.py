@@ -17,6 +17,7 @@ from devlint.analysis.tree import (
     assignment_targets,
     bound_names,
     dotted_name,
+    innermost_call,
     parameter_named,
     walk,
 )
@@ -471,7 +472,7 @@ class UnregisteredModuleTensor(Rule):
         computed = _computed_with(self.ctx, analysis, cls, target.value.value, attr)
         if computed is False or (computed is None and construction is not None):
             return  # read only as data (`.tolist()`, an index, packing's lengths), or never
-        if _placed_from_outside(self.ctx, cls, attr):
+        if _placed_from_outside(self.ctx, analysis, cls, attr):
             return  # `model.adj = model.adj.to(device)`: placed by the code that moves the model
         if _of_itself(self.ctx, value_node, dotted_name(target)) == "move":
             return  # `self.bank = self.bank.to(device)`: the tensor is reported where it is made
@@ -584,7 +585,7 @@ class UnregisteredModuleTensor(Rule):
                 return None
             if not value.device.is_cpu:
                 return None  # built where the model will be: one device, one place
-            if call is arg_call and not _moved_later(self.ctx, call, scope):
+            if call is arg_call and not _moved_later(self.ctx, analysis, call, scope):
                 return None  # a model built to try it on the CPU (`__main__`'s shape check)
             found = found or (value, call)
         return found
@@ -643,8 +644,9 @@ def _self_attribute(expr: cst.BaseExpression) -> bool:
 
 def _construction_methods(tree: Tree, cls: cst.ClassDef) -> Iterator[cst.FunctionDef]:
     """`__init__` and the methods it calls on `self`: where DEV204 looks."""
+    reached = _reached_at_construction(tree, cls)
     for method in cls.body.body if type(cls.body) is cst.IndentedBlock else ():
-        if type(method) is cst.FunctionDef and _runs_at_construction(tree, method, cls):
+        if type(method) is cst.FunctionDef and method.name.value in reached:
             yield method
 
 
@@ -1267,28 +1269,22 @@ def _returned_name(value: cst.BaseExpression | None, params: list[str]) -> str |
     return value.value if type(value) is cst.Name and value.value in params else None
 
 
-_MOVES_OFF_CPU = frozenset({"to", "cuda", "xpu", "mps", "npu"})
-
-
-def _moved_later(ctx, call: cst.Call, scope: cst.CSTNode) -> bool:
+def _moved_later(ctx, analysis: DeviceAnalysis, call: cst.Call, scope: cst.CSTNode) -> bool:
     """Is the model `call` builds moved in `scope`: `Net(adj).to(device)`, or `model =
     Net(adj)` and then `model.cuda()` / `model = model.to(device)`?"""
     names: set[str] = set()
     nodes = ctx.tree.walk(scope)
+    moves = analysis.model.moves_off_cpu
     for node in nodes:
         if type(node) is cst.Return and node.value is call:
             return True  # `def build(): return GCN(adj)`: its callers place it
-        if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value in _MOVES_OFF_CPU:
+        if type(node) is cst.Call and moves(node):
             if node.func.value is call:
                 return True
         elif type(node) is cst.Assign and node.value is call:
             names.update(t.target.value for t in node.targets if type(t.target) is cst.Name)
     return any(
-        type(node) is cst.Call
-        and type(node.func) is cst.Attribute
-        and node.func.attr.value in _MOVES_OFF_CPU
-        and type(node.func.value) is cst.Name
-        and node.func.value.value in names
+        type(node) is cst.Call and moves(node) and type(node.func.value) is cst.Name and node.func.value.value in names
         for node in nodes
     )
 
@@ -1329,22 +1325,17 @@ def _made_learnable(ctx, cls: cst.ClassDef, me: str, attr: str) -> bool:
 _SAMPLERS = frozenset({"torch.multinomial", "torch.bernoulli", "torch.poisson"})
 
 
-def _placed_from_outside(ctx, cls: cst.ClassDef, attr: str) -> bool:
+def _placed_from_outside(ctx, analysis: DeviceAnalysis, cls: cst.ClassDef, attr: str) -> bool:
     """Does code outside the class move the attribute of an instance of it itself
     (`model = Net(adj)` ... `model.adj = model.adj.to(device)`)?"""
     instances = set()
     for node in ctx.tree.nodes:
         if type(node) is cst.Assign and type(node.value) is cst.Call:
-            call = node.value
-            while type(call.func) is cst.Attribute and type(call.func.value) is cst.Call:
-                call = call.func.value  # `Net(adj).to(device)`
+            call = innermost_call(node.value)  # `Net(adj).to(device)`
             if type(call.func) is cst.Name and call.func.value == cls.name.value:
                 instances.update(t.target.value for t in node.targets if type(t.target) is cst.Name)
     for node in ctx.tree.nodes:
-        if type(node) is not cst.Assign or type(node.value) is not cst.Call:
-            continue
-        func = node.value.func
-        if type(func) is not cst.Attribute or func.attr.value not in _MOVES_OFF_CPU:
+        if type(node) is not cst.Assign or not analysis.model.moves_off_cpu(node.value):
             continue
         for target in node.targets:
             placed = target.target
@@ -1358,7 +1349,7 @@ def _placed_from_outside(ctx, cls: cst.ClassDef, attr: str) -> bool:
     return False
 
 
-def _moves_its_argument(ctx, function: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> bool:
+def _moves_its_argument(ctx, analysis: DeviceAnalysis, function: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> bool:
     """Does `function` move the parameter `arg` fills (`adj = adj.to(x.device)`)?"""
     params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
     bound = type(call.func) is cst.Attribute and params[:1] in (["self"], ["cls"])
@@ -1369,11 +1360,7 @@ def _moves_its_argument(ctx, function: cst.FunctionDef, call: cst.Call, arg: cst
         index = [a for a in call.args if a.keyword is None].index(arg)
         name = params[index] if index < len(params) else None
     return name is not None and any(
-        type(n) is cst.Call
-        and type(n.func) is cst.Attribute
-        and n.func.attr.value in _MOVES_OFF_CPU
-        and type(n.func.value) is cst.Name
-        and n.func.value.value == name
+        analysis.model.moves_off_cpu(n) and type(n.func.value) is cst.Name and n.func.value.value == name
         for n in ctx.tree.walk(function.body)
     )
 
@@ -1455,7 +1442,7 @@ def _read_as_data(ctx, analysis: DeviceAnalysis, node: cst.CSTNode, parents: dic
                 callee = analysis.model.callee(func.value)  # a helper of the file
             elif type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == me:
                 callee = methods.get(func.attr.value)  # a method of the class
-            if callee is not None and _moves_its_argument(ctx, callee, call, parent):
+            if callee is not None and _moves_its_argument(ctx, analysis, callee, call, parent):
                 return True  # `propagate(self.adj, x)` that does `adj.to(x.device)`
     return False
 
