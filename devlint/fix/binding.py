@@ -21,7 +21,7 @@ from devlint.analysis import device_tables
 from devlint.analysis.guards import EVERYTHING
 from devlint.analysis.lattice import AbstractValue, Device, Kind, Operand
 from devlint.analysis.literals import is_device_attribute
-from devlint.analysis.tree import bound_names, dotted_name, parameter_named, string_value
+from devlint.analysis.tree import bound_names, dotted_name, parameter_named, statements, string_value
 from devlint.fix.plan import InsertLines, NodeEdit
 
 if TYPE_CHECKING:
@@ -66,23 +66,76 @@ class BindingService:
         self._placement: tuple[tuple[str, cst.CSTNode] | None] | None = None
         self._at: cst.CSTNode | None = None  # where the code will stand, when not where the walk is
         self._cuda_selection: bool | None = None
+        self._torch_block: tuple[tuple[str, int] | None] | None = None
 
     # -- torch -----------------------------------------------------------------------
 
     def torch(self) -> tuple[str, tuple[NodeEdit, ...]]:
-        """A name for the torch package, and the prelude that creates it if missing."""
-        aliases = [a for a in self.ctx.imports.torch_aliases if not self.ctx.is_local(a)]
-        if aliases:
-            return aliases[0], ()
-        anchor = self._prelude_anchor()
+        """A name for the torch package where the code will stand, and the prelude that
+        creates it if missing: a module-level import, or one in an enclosing function
+        (`def main(): import torch`)."""
+        module_torch = self._module_torch()
+        if module_torch is not None and (self.ctx.functions() or module_torch[1] < self._current_index()):
+            return module_torch[0], ()
+        local = self._local_torch()
+        if local is not None:
+            return local, ()
+        return "torch", (self._import_torch(),)
+
+    def _module_torch(self) -> tuple[str, int] | None:
+        """The name the first top-level import of torch binds, and the position of the
+        last import of the block it stands in (`import torch`, `import torch.nn as nn`,
+        `from model import Net`): the one place the module-level binding goes, whichever
+        fix creates it."""
+        if self._torch_block is None:
+            found: tuple[str, int] | None = None
+            body = self.ctx.module.body
+            _, anchors = self._statement_index()
+            for position in anchors:
+                name = _torch_imported_by(body[position])
+                if name is not None:
+                    end = position
+                    while end + 1 < len(body) and _is_import_statement(body[end + 1]):
+                        end += 1
+                    found = (name, end)
+                    break
+            self._torch_block = (found,)
+        return self._torch_block[0]
+
+    def _local_torch(self) -> str | None:
+        """A name for torch that an enclosing function imports itself, or None."""
+        aliases = self.ctx.imports.torch_aliases
+        for function in self.ctx.functions():
+            for node in statements(function, enter_definitions=False):
+                if type(node) is cst.Import:
+                    name = next((n for n in map(_torch_name, node.names) if n in aliases), None)
+                    if name is not None and not self.ctx.is_local(name):
+                        return name
+        return None
+
+    def _import_torch(self) -> InsertLines:
+        """`import torch` after the file's first block of imports (after its docstring,
+        or at its top, when it has none), where that comes before the code being fixed;
+        else after the last import before that code."""
+        _, anchors = self._statement_index()
+        body = self.ctx.module.body
+        end = None
+        if anchors:
+            end = anchors[0]
+            while end + 1 < len(body) and _is_import_statement(body[end + 1]):
+                end += 1
+        anchor = body[end] if end is not None and end < self._current_index() else self._prelude_anchor()
         newline = self._newline()
         after_docstring = anchor is not None and not _is_import_statement(anchor)
-        return "torch", (InsertLines(anchor, f"{newline if after_docstring else ''}import torch{newline}"),)
+        return InsertLines(anchor, f"{newline if after_docstring else ''}import torch{newline}")
 
-    def portable_expression(self, *, string: bool = False) -> tuple[str, tuple[NodeEdit, ...]]:
+    def portable_expression(
+        self, *, string: bool = False, torch: str | None = None
+    ) -> tuple[str, tuple[NodeEdit, ...]]:
         """`torch.accelerator.current_accelerator() if ... else torch.device("cpu")`; with
-        `string=True` the same choice as a device-type string, for code that holds strings."""
-        torch, edits = self.torch()
+        `string=True` the same choice as a device-type string, for code that holds strings.
+        `torch`: the name of torch to write (default: the one where the code will stand)."""
+        torch, edits = (torch, ()) if torch is not None else self.torch()
         config = self.ctx.config
         cuda_style = config.device_style == "cuda" or config.torch_version < (2, 6) or self._selects_cuda()
         if cuda_style and string:
@@ -315,7 +368,17 @@ class BindingService:
             return self._named(self._module_name, self._module_kind)
         if any(self._module_name in self.ctx.bindings_of(f) for f in self.ctx.functions()):
             return None
-        torch, torch_edits = self.torch()
+        module_torch = self._module_torch()
+        if module_torch is not None:
+            # the module's own name for torch, and the binding after the imports that
+            # bring it: one place for every fix of the file
+            torch, torch_edits = module_torch[0], ()
+            anchor = self.ctx.module.body[module_torch[1]]
+            if not self.ctx.functions() and self._current_index() <= module_torch[1]:
+                return None  # module-level code that runs before torch is imported
+        else:
+            insertion = self._import_torch()
+            torch, torch_edits, anchor = "torch", (insertion,), insertion.after
         newline = self._newline()
         follows = self.placement_flag()
         if follows is not None:
@@ -325,9 +388,8 @@ class BindingService:
             if not self.ctx.functions() and self._current_index() <= self._statement_index()[0][id(after)]:
                 return None  # module-level code that runs before the flag exists
             text = f"{self._module_name} = {code.replace('torch.', torch + '.', 1)}{newline}"
-            return DeviceExpr(self._module_name, (InsertLines(after, text),))
-        portable, _ = self.portable_expression()
-        anchor = self._prelude_anchor()
+            return DeviceExpr(self._module_name, (*torch_edits, InsertLines(after, text)))
+        portable, _ = self.portable_expression(torch=torch)
         if anchor is None and not self.ctx.module.body:
             return None
         prelude = "".join(e.text for e in torch_edits if isinstance(e, InsertLines))
@@ -578,6 +640,28 @@ def _joined_kind(kinds) -> str:
     if len(kinds) == 1 and kinds <= {"device", "type"}:
         return kinds.pop()
     return "any"
+
+
+def _torch_name(alias: cst.ImportAlias) -> str | None:
+    """The name `import torch`, `import torch as th` or `import torch.nn` binds to torch."""
+    full = dotted_name(alias.name)
+    if full is None:
+        return None
+    if alias.asname is not None:
+        return alias.asname.name.value if full == "torch" and type(alias.asname.name) is cst.Name else None
+    return "torch" if full.split(".", 1)[0] == "torch" else None
+
+
+def _torch_imported_by(stmt: cst.CSTNode) -> str | None:
+    """The name a top-level import statement binds to torch, if any."""
+    if not _is_import_statement(stmt):
+        return None
+    for node in statements(stmt):
+        if type(node) is cst.Import:
+            name = next((n for n in map(_torch_name, node.names) if n is not None), None)
+            if name is not None:
+                return name
+    return None
 
 
 def _is_import_statement(stmt: cst.CSTNode) -> bool:

@@ -222,7 +222,7 @@ class DiscardedTo(Rule):
             return
         receiver = call.func.value
         analysis = DeviceAnalysis.of(self.ctx)
-        if not analysis.value_of(receiver).is_tensor:
+        if not analysis.value_of(receiver).is_tensor or self._shown_by_notebook(node):
             return
         target = dotted_name(receiver)
         fix = FixPlan.safe(InsertBefore(call, f"{target} = ")) if target is not None and wrapped is None else None
@@ -232,6 +232,30 @@ class DiscardedTo(Rule):
             f"`{code}` returns a moved copy that is thrown away; `{analysis.code(receiver, 40)}` stays where it is",
             fix,
         )
+
+    def _shown_by_notebook(self, node: cst.Expr) -> bool:
+        """Is `node` the last statement of a notebook cell, whose value Jupyter shows
+        (`x.to(device)` to look at the copy), and not silenced by a `;`?"""
+        if not self.ctx.path.endswith(".ipynb") or type(node.semicolon) is cst.Semicolon:
+            return False
+        line = self.ctx.parent(node)
+        module = self.ctx.module
+        if (
+            type(line) is not cst.SimpleStatementLine
+            or line.body[-1] is not node
+            or self.ctx.parent(line) is not module
+        ):
+            return False
+        following = next((module.body[i + 1] for i, s in enumerate(module.body[:-1]) if s is line), None)
+        if following is None:
+            return True  # the notebook's last cell
+        return any(
+            empty.comment is not None and _CELL_BOUNDARY.fullmatch(empty.comment.value)
+            for empty in following.leading_lines
+        )
+
+
+_CELL_BOUNDARY = re.compile(r"#__devlint__+cell\d+")  # devlint.notebook's line between two cells
 
 
 class NumpyOnDevice(Rule):

@@ -481,9 +481,13 @@ class LoaderUnderAcceleratorDefault(Rule):
             # `get_default_device()` does not see tensor types
             code = f"{torch}.empty(0).device"
         elif helper is not None:  # the helper's names are not the caller's
-            code = f"{torch}.get_default_device()"
+            code = self._default_device_code(torch)
         elif self.ctx.qualify(setting.func) == _DEFAULT_DEVICE and type(argument) is cst.Name:
             code = argument.value
+        elif self._only_sometimes(setting, node):
+            # `if torch.cuda.is_available(): torch.set_default_device("cuda")` leaves the
+            # CPU default where the check fails (a Mac), where the binding names the MPS
+            code = self._default_device_code(torch)
         else:
             device = self.binding.device()
             if device is None:
@@ -491,6 +495,26 @@ class LoaderUnderAcceleratorDefault(Rule):
             code, edits = device.code, (*edits, *device.edits)
         last = node.args[-1].value
         return FixPlan.unsafe(InsertAfter(last, f", generator={torch}.Generator(device={code})"), *edits)
+
+    def _default_device_code(self, torch: str) -> str:
+        """Where new tensors go: `get_default_device()` from torch 2.3 on."""
+        return (
+            f"{torch}.get_default_device()" if self.ctx.config.torch_version >= (2, 3) else f"{torch}.empty(0).device"
+        )
+
+    def _only_sometimes(self, setting: cst.CSTNode, loader: cst.CSTNode) -> bool:
+        """Is `setting` under an `if` (or loop) that does not hold `loader` too?"""
+        tree = self.ctx.tree
+        at, to = tree.span(setting), tree.span(loader)
+        if at is None or to is None:
+            return True
+        for statement in tree.nodes:
+            if type(statement) not in (cst.If, cst.While, cst.For, cst.Try):
+                continue
+            span = tree.span(statement)
+            if span is not None and span[0] <= at[0] < span[1] and not span[0] <= to[0] < span[1]:
+                return True
+        return False
 
 
 _DATASET_BASES = frozenset(
