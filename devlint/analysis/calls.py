@@ -44,6 +44,10 @@ if TYPE_CHECKING:
     from devlint.analysis.interpreter import State
 
 
+_COPIES = frozenset({"copy.deepcopy", "copy.copy"})
+_READING = frozenset({"get", "keys", "items", "values", "copy", "to", "cuda", "cpu", "size", "dim"})
+
+
 class TorchCalls:
     """Call semantics, mixed into `ScopeEvaluator` (which provides `eval`, `bind`,
     `fallback`, `result`, `model` and the scope's names)."""
@@ -61,8 +65,12 @@ class TorchCalls:
         args = [self.eval(arg.value, state) for arg in node.args]
         result = self._call(node, state, qualified, receiver, callee, args)
         for arg, value in zip(node.args, args):
-            if value.instance_of and type(arg.value) is cst.Name:
-                state.forget_attributes(arg.value.value)  # `to_host(runner)` may replace `runner.model`
+            if type(arg.value) is cst.Name:
+                if value.instance_of:
+                    state.forget_attributes(arg.value.value)  # `to_host(runner)` may replace `runner.model`
+                state.forget_entries(arg.value.value)  # `to_device(batch)` may replace `batch["x"]`
+        if type(func) is cst.Attribute and type(func.value) is cst.Name and func.attr.value not in _READING:
+            state.forget_entries(func.value.value)  # `batch.update(...)`, `batch.pop("x")`
         return result
 
     def _call(self, node: cst.Call, state: State, qualified: str | None, receiver: AbstractValue | None,
@@ -78,6 +86,12 @@ class TorchCalls:
                 return HOST_ARRAY  # NumPy gives arrays and numbers in host memory, never a tensor
             if T.is_hf_trainer(qualified) and self._trainer_moves(node, args, state):
                 return OTHER
+            if qualified in _COPIES and len(args) == 1 and not node.args[0].keyword and not node.args[0].star:
+                copied = args[0]
+                if (copied.is_module or copied.tensor_like) and copied.device.known:
+                    # `clone = deepcopy(policy)`: on the device of what it copies, and another
+                    # object (moving one in place does not move the other)
+                    return replace(copied, origin=node, how=f"a copy of what is on {copied.device}")
             result = self._torch_call(qualified, node, args, state)
             if result == UNKNOWN and not qualified.startswith("torch."):
                 self._escape(node, args, state)  # `engine.train(model=net)` may move `net`

@@ -131,9 +131,17 @@ class CheckpointUses:
             receiver = dotted_name(func.value)  # `own.update(ckpt)`: `own` is used as the checkpoint
             return self._name_use(self._scope_of(call), receiver, depth + 1) if receiver else None
         model = self.analysis.model
-        function = model.callee(func.value) if type(func) is cst.Name else None
+        function, bound = (model.callee(func.value) if type(func) is cst.Name else None), False
+        if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == "self":
+            # `self.load_weights(weights)`: a method of the class around
+            cls = model.class_of.get(id(self._scope_of(call)))
+            function, bound = (model.method(cls, func.attr.value) if cls is not None else None), True
+        elif type(func) is cst.Attribute:
+            # `self.net.load_weights(weights)`: a method of the file's class the receiver is
+            cls = model.classes.get(self.analysis.value_of(func.value).instance_of or "")
+            function, bound = (model.method(cls, func.attr.value) if cls is not None else None), True
         if function is not None and depth < _MAX_DEPTH:
-            param = _parameter_for(model.parameter_names(function, bound=False), call, arg)
+            param = _parameter_for(model.parameter_names(function, bound=bound), call, arg)
             return self._name_use(function.body, param, depth + 1) if param else None
         if depth == 0:
             # `transfer(model, torch.load(path))`: handed on with a model, by code not seen

@@ -97,7 +97,7 @@ class State:
     def __init__(self, env: dict[str, AbstractValue], default: Device, dotted: set[str] | None = None) -> None:
         self.env = env
         self.default = default
-        self.dotted = {k for k in env if "." in k} if dotted is None else dotted
+        self.dotted = {k for k in env if "." in k or "[" in k} if dotted is None else dotted
         self.log: list[tuple[str, AbstractValue | None]] = list(env.items())
 
     def copy(self) -> State:
@@ -106,7 +106,7 @@ class State:
     def set(self, key: str, value: AbstractValue) -> None:
         self.env[key] = value
         self.log.append((key, value))
-        if "." in key:
+        if "." in key or "[" in key:
             self.dotted.add(key)
 
     def discard(self, key: str) -> None:
@@ -115,8 +115,15 @@ class State:
         self.dotted.discard(key)
 
     def forget_attributes(self, name: str) -> None:
-        """`x = ...` rebinds `x`: what was known of `x.<attr>` no longer holds."""
-        prefix = name + "."
+        """`x = ...` rebinds `x`: what was known of `x.<attr>` and `x["key"]` no longer holds."""
+        prefixes = (name + ".", name + "[")
+        for stale in [k for k in self.dotted if k.startswith(prefixes)]:
+            self.discard(stale)
+
+    def forget_entries(self, name: str) -> None:
+        """`name` may have been changed through another path (`batch.update(...)`, handed
+        to a call, `batch[k] = ...`): what was known of its entries no longer holds."""
+        prefix = name + "["
         for stale in [k for k in self.dotted if k.startswith(prefix)]:
             self.discard(stale)
 
@@ -173,6 +180,17 @@ def _resymbolize(value: AbstractValue, name: str) -> AbstractValue:
         if symbol is None or not _is_dotted_or_literal(symbol):
             return replace(value, device=accel(name))
     return value
+
+
+def _entry_key(node: cst.Subscript) -> str | None:
+    """The state key of a dict entry with a literal key: `batch["x"]` of a local name."""
+    if type(node.value) is not cst.Name or len(node.slice) != 1 or type(node.slice[0].slice) is not cst.Index:
+        return None
+    key = node.slice[0].slice.value
+    if type(key) is not cst.SimpleString:
+        return None
+    text = string_value(key)
+    return f"{node.value.value}[{text!r}]" if text is not None else None
 
 
 def _key(expr: cst.BaseExpression) -> str | None:
@@ -482,8 +500,10 @@ class ScopeEvaluator(TorchCalls):
             value = self.eval(node.value, state)
             if type(self.scope) is cst.Module and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name:
                 self.module_sources[node.targets[0].target.value] = node.value  # see `host_made`
-            if value.items is not None and type(node.value) is cst.Name:
-                # `store = logits`: one list under two names, filled through either
+            aliased = any(type(t.target) not in (cst.Tuple, cst.List) for t in node.targets)
+            if value.items is not None and type(node.value) is cst.Name and aliased:
+                # `store = logits`: one list under two names, filled through either (not
+                # `a, b = pair`, which reads its items)
                 value = replace(value, items=None)
                 self.bind(node.value, value, state)
             for target in node.targets:
@@ -595,13 +615,19 @@ class ScopeEvaluator(TorchCalls):
                 # `if isinstance(face, (np.ndarray, Image.Image)): np.float32(face)`: not a tensor there
                 # (a device string keeps what it names: `if isinstance(device, str):`)
                 inside.set(narrowed, OTHER)
+            tested = _tensor_device_test(node.test)
+            outside = state
+            if tested is not None and tested[1] == "cpu":
+                # `if not x.is_cpu: x = x.cpu()`: in the arm where the test says so, on the CPU
+                outside = state.copy() if node.orelse is not None else state
+                self._on_the_cpu(tested[0], inside if tested[2] else outside)
             body = self.block(node.body, inside)
-            orelse = state
+            orelse = outside
             if node.orelse is not None:
                 if type(node.orelse) is cst.If:
-                    orelse = self.stmt_If(node.orelse, state.copy())
+                    orelse = self.stmt_If(node.orelse, outside.copy())
                 else:
-                    orelse = self.block(node.orelse.body, state.copy())
+                    orelse = self.block(node.orelse.body, outside.copy())
         finally:
             self._branches -= 1
             self._settled_branches -= settled
@@ -610,6 +636,10 @@ class ScopeEvaluator(TorchCalls):
             # `if torch.cuda.device_count() > 1: net = DataParallel(net); net.to(device)`: a
             # machine with one accelerator takes the other branch
             return self.join_states(orelse, body, single=True)
+        if tested is not None and tested[1] == "cuda" and self.model.names_other_accelerators():
+            # `if x.is_cuda: x = x.cpu()` in a file that also picks MPS: where `x` is not on
+            # CUDA it may be on the Mac's accelerator, not only on the CPU
+            return self.join_states(body, orelse)
         side = self._accelerated_branch(node.test)
         if side == "orelse":
             return self.join_states(orelse, body, guarded=True)
@@ -632,6 +662,12 @@ class ScopeEvaluator(TorchCalls):
             ):
                 joined.set(name, made)  # `global model; if model is None: model = Net()`: what the first call built
         return joined
+
+    def _on_the_cpu(self, key: str, state: State) -> None:
+        """`x` is on the CPU in `state` (an arm of `if x.is_cpu:`)."""
+        value = self.lookup(key, state)
+        if value.tensor_like and not value.device.is_cpu:
+            state.set(key, replace(value, device=CPU, maybe_accel=False, origin=None, how=""))
 
     def _constant_parameter_test(self, test: cst.BaseExpression, state: State) -> bool | None:
         """Whether `test` holds where it asks of a parameter this call gives (or leaves at
@@ -924,6 +960,8 @@ class ScopeEvaluator(TorchCalls):
 
     def fallback(self, key: str) -> AbstractValue:
         """The value of a name no assignment on this path has bound."""
+        if "[" in key:
+            return UNKNOWN  # an entry (`batch["x"]`) set on another path only
         head, _, attr = key.partition(".")
         if key in self.opaque or head in self.opaque:
             return UNKNOWN
@@ -1037,10 +1075,16 @@ class ScopeEvaluator(TorchCalls):
             if (container.kind is Kind.BATCH or container.source is Source.LOADER) and dotted_name(target.value):
                 # `inputs[k] = inputs[k].to(device)`: the batch's entries are where the code puts them
                 self.bind(target.value, UNKNOWN, state)
-                return
-            if container.items is not None and type(target.value) is cst.Name:
+            elif container.items is not None and type(target.value) is cst.Name:
                 # `outputs[0] = out.cpu()`: a list built empty here holds that too
                 self.bind(target.value, replace(container, items=join_items(container.items, value)), state)
+            entry = _entry_key(target)
+            if entry is not None:
+                # `sample["tr_error"] = sample["tr_error"].cuda()`: that entry, read back, is there
+                state.set(entry, value)
+                self.result.values[id(target)] = value
+            elif type(target.value) is cst.Name:
+                state.forget_entries(target.value.value)  # `batch[k] = ...`: any entry
             return
         key = _key(target)
         if key is None:
@@ -1055,10 +1099,23 @@ class ScopeEvaluator(TorchCalls):
             value = _resymbolize(value, key)
         state.set(key, value)
         self.result.values[id(target)] = value
+        if type(value_node) is cst.Dict and type(target) is cst.Name:
+            self._dict_entries(key, value_node, state)
         if "." in key and key.split(".", 1)[0] == self.self_name:
             self._assigned(key, value)
         elif type(self.scope) is cst.Module and "." not in key:
             self._assigned(key, value)
+
+    def _dict_entries(self, name: str, literal: cst.Dict, state: State) -> None:
+        """`batch = {"x": x.to(device), "y": y}`: its entries with literal keys, by key."""
+        values = self.result.values
+        for element in literal.elements:
+            if type(element) is not cst.DictElement or type(element.key) is not cst.SimpleString:
+                continue
+            text = string_value(element.key)
+            item = values.get(id(element.value))
+            if text is not None and item is not None and (item.tensor_like or item.is_module):
+                state.set(f"{name}[{text!r}]", item)
 
     def _constructed(self, name: str, call: cst.Call, value: AbstractValue, state: State) -> None:
         """`runner = Runner(args, model, device)`: the attributes `__init__` sets straight
@@ -1183,6 +1240,8 @@ class ScopeEvaluator(TorchCalls):
         self.result.assigned[key] = value if old is None else old.join(value)
 
     def forget(self, target: cst.BaseExpression, state: State) -> None:
+        if type(target) is cst.Subscript and type(target.value) is cst.Name:
+            state.forget_entries(target.value.value)  # `del batch["x"]`
         for name in bound_names(target):
             state.set(name, UNKNOWN)
         key = _key(target)
@@ -1195,6 +1254,8 @@ class ScopeEvaluator(TorchCalls):
             return AbstractValue(Kind.TENSOR, value.device, False, value.origin, value.source, value.how)
         if value.is_tensor:
             return replace(value, zero_dim=None)
+        if value.items is not None and value.kind is Kind.OTHER:
+            return value.items  # `a, b = [t.to(device) for t in pair]`: each item
         if value.kind is Kind.UNKNOWN and (value.device.known or value.maybe_accel) and not value.item:
             # `out, aux = model(x)`: a module's outputs live where it ran; what they hold
             # in turn (`k, (t, h, w) = self.pool(k, thw)`: sizes) is not known
@@ -1557,6 +1618,9 @@ class ScopeEvaluator(TorchCalls):
         value = self.eval(node.value, state)
         for element in node.slice:
             self._eval_slice(element, state)
+        entry = _entry_key(node)
+        if entry is not None and entry in state.env:
+            return state.env[entry]
         self._check_index(node, value)
         return self.item_of(node, value)
 
@@ -1678,6 +1742,30 @@ def _plain_type(node: cst.BaseExpression) -> bool:
     if node_type is cst.BinaryOperation and type(node.operator) is cst.BitOr:
         return _plain_type(node.left) and _plain_type(node.right)
     return False
+
+
+def _tensor_device_test(test: cst.BaseExpression) -> tuple[str, str, bool] | None:
+    """(`x`, "cuda", True) for `x.is_cuda` or `x.device.type == "cuda"`; "cpu" for
+    `x.is_cpu`; False where the test is negated (`not x.is_cpu`, `!=`)."""
+    positive = True
+    while type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        test, positive = test.expression, not positive
+    backend = None
+    if type(test) is cst.Attribute and test.attr.value in ("is_cuda", "is_cpu"):
+        subject, backend = test.value, test.attr.value[3:]
+    elif type(test) is cst.Comparison and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        operator = type(target.operator)
+        named = string_value(target.comparator)
+        left = test.left
+        if operator in (cst.Equal, cst.NotEqual) and named in ("cuda", "cpu") and type(left) is cst.Attribute:
+            if left.attr.value == "type" and type(left.value) is cst.Attribute and left.value.attr.value == "device":
+                subject, backend = left.value.value, named
+                positive ^= operator is cst.NotEqual
+    if backend is None:
+        return None
+    key = _key(subject)
+    return (key, backend, positive) if key is not None else None
 
 
 def _none_tested(node: cst.If) -> str | None:

@@ -216,13 +216,15 @@ _CONFIG_ROOTS = frozenset({"self", "args", "opt", "opts", "cfg", "config", "opti
 
 def is_device_attribute(node: cst.BaseExpression) -> bool:
     """Is `node` a tensor's `.device` (a torch.device), as in `x.device` or
-    `next(model.parameters()).device`? `self.device`, `args.device` and `cfg.model.device`
-    are often strings, and are not."""
+    `next(model.parameters()).device`? `self.device`, `args.device`, `cfg.model.device` and
+    `self.opt.device` are often strings, and are not."""
     if type(node) is not cst.Attribute or node.attr.value != "device":
         return False
     receiver = node.value
     root = receiver
     while type(root) in (cst.Attribute, cst.Subscript, cst.Call):
+        if type(root) is cst.Attribute and root.attr.value in _CONFIG_ROOTS - {"self", "params"}:
+            return False  # `self.opt.device`, `self.cfg.model.device`: a setting
         root = root.value if type(root) is not cst.Call else root.func
     if type(receiver) is cst.Name and receiver.value in _CONFIG_ROOTS:
         return False

@@ -86,11 +86,16 @@ class CallRerun:
 _RERUN_DEPTH = 3
 
 
+_OTHER_ACCELERATORS = frozenset(t for t in T.ACCELERATOR_TYPES if t != "cuda")
+_OTHER_ACCELERATOR_MODULES = ("torch.backends.mps", "torch.mps", "torch.xpu", "torch.accelerator", "torch.npu")
+
+
 class FileModel(RelevanceGate, CallContexts):
     """File-wide facts the scopes share, computed once."""
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
+        self._other_accelerators: bool | None = None
         self.imports = ctx.imports
         self._started = time.process_time()
         self.exhausted = False  # the budget ran out: some scopes were left unknown
@@ -931,6 +936,25 @@ class FileModel(RelevanceGate, CallContexts):
             return None
         return replace(value, how=f"{value.how}, left by `__init__` for the first call" if value.how else value.how)
 
+    def names_other_accelerators(self) -> bool:
+        """Does the file name an accelerator other than CUDA (`"mps"`, `torch.backends.mps`,
+        `torch.accelerator`)? Then a tensor that is not on CUDA (`x.is_cuda` false) may
+        still be on one, as on a Mac."""
+        if self._other_accelerators is None:
+            found = False
+            for node in self.ctx.tree.nodes:
+                node_type = type(node)
+                if node_type is cst.SimpleString:
+                    text = string_value(node)
+                    found = text is not None and text.split(":", 1)[0] in _OTHER_ACCELERATORS
+                elif node_type is cst.Attribute:
+                    qualified = self.ctx.qualify(node) or ""
+                    found = qualified.startswith(_OTHER_ACCELERATOR_MODULES)
+                if found:
+                    break
+            self._other_accelerators = found
+        return self._other_accelerators
+
     def literal_flag(self, name: str) -> bool | None:
         """`cuda = True` at module level, the file's one binding of `name`: what every `if
         cuda:` of the file sees. None for any other name."""
@@ -1233,13 +1257,29 @@ class FileModel(RelevanceGate, CallContexts):
         (`x = x.to(self.fc.weight.device)`, `torch.as_tensor(x, device=self.device)`)?"""
         cls = self.classes.get(name) if name else None
         forward = self.method(cls, "forward") if cls is not None else None
-        if forward is None:
+        return forward is not None and self._moves_a_parameter(cls, forward, frozenset())
+
+    def _moves_a_parameter(self, cls: cst.ClassDef, method: cst.FunctionDef, seen: frozenset[int]) -> bool:
+        """Does `method` move or place one of its parameters, itself or through a method of
+        the class it hands them to (`return self.density(state).sample()`, where `density`
+        does `state = state.to(self.device)`)?"""
+        if id(method) in seen:
             return False
-        params = {p.name.value for p in call_parameters(forward, True)}
-        for child in self.ctx.tree.walk(forward.body):
+        params = {p.name.value for p in call_parameters(method, True)}
+        me = method.params.params[0].name.value if method.params.params else None
+        for child in self.ctx.tree.walk(method.body):
             if type(child) is not cst.Call:
                 continue
             func = child.func
+            if (
+                type(func) is cst.Attribute
+                and type(func.value) is cst.Name
+                and func.value.value == me
+                and any(dotted_name(a.value) in params for a in child.args)
+            ):
+                helper = self.method(cls, func.attr.value)
+                if helper is not None and self._moves_a_parameter(cls, helper, seen | {id(method)}):
+                    return True
             if type(func) is cst.Attribute and func.attr.value in T.MOVE_METHODS:
                 if dotted_name(func.value) in params:
                     return True  # `x.to(...)`, `tokens.cpu()`

@@ -711,28 +711,62 @@ def _runs_at_construction(
 
 
 def _reached_at_construction(tree: Tree, cls: cst.ClassDef) -> frozenset[str]:
-    methods = {m.name.value: m for m in (cls.body.body if type(cls.body) is cst.IndentedBlock else ())
-               if type(m) is cst.FunctionDef}  # fmt: skip
+    """The names of the methods construction runs: `__init__` and what it calls on `self`,
+    through the file's base classes too (a base's `__init__` that calls
+    `self.populate_modules()`, which the class overrides; `super().__init__()`)."""
+    mro = _local_mro(tree, cls)
+
+    def resolve(name: str, start: int = 0) -> tuple[int, cst.FunctionDef] | None:
+        for index in range(start, len(mro)):
+            for method in mro[index].body.body if type(mro[index].body) is cst.IndentedBlock else ():
+                if type(method) is cst.FunctionDef and method.name.value == name:
+                    return index, method
+        return None
+
     reached: set[str] = {"__init__"}
-    todo = ["__init__"]
+    first = resolve("__init__")
+    todo = [first] if first is not None else []
+    walked: set[int] = set()
     while todo:
-        name = todo.pop()
-        if name not in methods:
+        index, method = todo.pop()
+        if id(method) in walked:
             continue
-        params = methods[name].params.params
+        walked.add(id(method))
+        params = method.params.params
         me = params[0].name.value if params else None
-        for node in tree.walk(methods[name].body):
-            if (
-                type(node) is cst.Call
-                and type(node.func) is cst.Attribute
-                and type(node.func.value) is cst.Name
-                and node.func.value.value == me
-                and node.func.attr.value in methods
-                and node.func.attr.value not in reached
-            ):
-                reached.add(node.func.attr.value)
-                todo.append(node.func.attr.value)
+        for node in tree.walk(method.body):
+            if type(node) is not cst.Call or type(node.func) is not cst.Attribute:
+                continue
+            receiver, name = node.func.value, node.func.attr.value
+            if type(receiver) is cst.Name and receiver.value == me:
+                found = resolve(name)  # the class's own override, where it has one
+                if found is not None:
+                    reached.add(name)
+                    todo.append(found)
+            elif name == "__init__" and type(receiver) is cst.Call and dotted_name(receiver.func) == "super":
+                found = resolve("__init__", index + 1)
+                if found is not None:
+                    todo.append(found)
     return frozenset(reached)
+
+
+def _local_mro(tree: Tree, cls: cst.ClassDef) -> list[cst.ClassDef]:
+    """`cls`, then the module-level classes of the file it derives from, depth first."""
+    module = tree.nodes[0] if tree.nodes else None
+    classes = {}
+    if type(module) is cst.Module:
+        for stmt in module.body:
+            if type(stmt) is cst.ClassDef:
+                classes.setdefault(stmt.name.value, stmt)
+    order: list[cst.ClassDef] = []
+    todo = [cls]
+    while todo:
+        current = todo.pop(0)
+        if any(c is current for c in order):
+            continue
+        order.append(current)
+        todo.extend(classes[name] for base in current.bases if (name := dotted_name(base.value)) in classes)
+    return order
 
 
 def _other_assignments(tree: Tree, cls: cst.ClassDef, self_name: str, attr: str, node: cst.CSTNode) -> list:

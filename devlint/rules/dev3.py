@@ -15,8 +15,16 @@ from devlint.analysis import device_tables
 from devlint.analysis.checkpoints import STATE, CheckpointUses
 from devlint.analysis.devices import DeviceAnalysis
 from devlint.analysis.lattice import Conflict, Operand, Source
-from devlint.analysis.tree import Tree, argument_for, children, dotted_name, in_other_arms
-from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore
+from devlint.analysis.tree import (
+    Tree,
+    argument_for,
+    call_parameters,
+    children,
+    dotted_name,
+    in_other_arms,
+    parameter_named,
+)
+from devlint.fix.plan import FixPlan, InsertAfter, InsertBefore, Replace
 from devlint.rules.base import Rule
 
 _MOVES = frozenset(device_tables.MOVE_METHODS - {"cpu"})
@@ -281,7 +289,11 @@ class LoadWithoutMapLocation(Rule):
     """
     ## What it does
     Checks for `torch.load` (and `torch.jit.load`, and `torch.hub.load_state_dict_from_url`,
-    which loads a download with `torch.load`) of a checkpoint without `map_location=`.
+    which loads a download with `torch.load`) of a checkpoint without `map_location=`, or
+    with one that is always `None`: the literal, or a parameter defaulting to `None` that
+    every call of the file leaves so (`XMem(config, path)` handing its `map_location=None`
+    on to the method that loads; not where the file makes no call, as other modules may pass
+    one).
 
     A checkpoint is what the loaded object is used as: a state dict given to
     `load_state_dict` (directly, through a name, one of its entries, also bound to
@@ -289,7 +301,8 @@ class LoadWithoutMapLocation(Rule):
     into a dict that is `.update()`d, or copied entry by entry into
     `model.state_dict()[k]`), a model (called, `.eval()`, `.parameters()`,
     `.state_dict()`, `.flatten_parameters()`, or handed on with a model as in
-    `transfer(model, torch.load(path))`), or a training checkpoint whose entries
+    `transfer(model, torch.load(path))`; helpers and methods of the class on `self` are
+    followed), or a training checkpoint whose entries
     (`ckpt["optimizer"]`, `ckpt["model"]`) are handed on. `.to()`, `.cuda()` and `.half()` are what a
     tensor does too: the result is followed instead, so `torch.load(p).to(device)` is a
     model only if it is then used as one. Data files loaded with `torch.load` (tensors
@@ -339,7 +352,8 @@ class LoadWithoutMapLocation(Rule):
                 return  # a second positional argument is the map_location
         else:
             return
-        if any(a.keyword is not None and a.keyword.value == "map_location" for a in node.args):
+        given = next((a for a in node.args if a.keyword is not None and a.keyword.value == "map_location"), None)
+        if given is not None and not self._always_none(given.value):
             return
         if self.ctx.guards_backend("cuda"):
             return  # `if torch.cuda.is_available(): torch.load(p)`: where it runs, CUDA is there
@@ -352,7 +366,12 @@ class LoadWithoutMapLocation(Rule):
         message = (
             f"`{analysis.code(node, 50)}` restores tensors to the device they were saved from; pass `map_location=`"
         )
-        if use == STATE:  # only copied into a model: the CPU is exact everywhere
+        if given is not None:
+            # `map_location=None`, or a parameter every call of the file leaves at `None`
+            message = f"`{analysis.code(node, 50)}` restores tensors to the device they were saved from: its `map_location` is always `None`"
+            literal = type(given.value) is cst.Name and given.value.value == "None"
+            fix = FixPlan.safe(Replace(given.value, '"cpu"')) if use == STATE and literal else None
+        elif use == STATE:  # only copied into a model: the CPU is exact everywhere
             fix = FixPlan.safe(InsertAfter(node.args[-1], ', map_location="cpu"'))
         else:
             fix = None
@@ -360,6 +379,60 @@ class LoadWithoutMapLocation(Rule):
             if device is not None:
                 fix = FixPlan.safe(InsertAfter(node.args[-1], f", map_location={device.code}"), *device.edits)
         self.report(node, message, fix)
+
+    def _always_none(self, value: cst.BaseExpression) -> bool:
+        """Is `value` `None`, or a parameter of the function around that defaults to
+        `None` and that every call of the file leaves so (`XMem(config, path)` with
+        `map_location=None` handed on to the helper that loads)? Not where the file
+        has no call: other modules may pass one."""
+        if type(value) is not cst.Name:
+            return False
+        if value.value == "None":
+            return True
+        functions = self.ctx.functions()
+        return (
+            bool(functions)
+            and type(functions[-1]) is cst.FunctionDef
+            and _left_none(DeviceAnalysis.of(self.ctx).model, functions[-1], value.value, frozenset())
+        )
+
+
+def _left_none(model, function: cst.FunctionDef, name: str, seen: frozenset[int]) -> bool:
+    """Does every call of `function` in the file leave its parameter `name` at a `None`
+    default (passing nothing, `None`, or a parameter of its own left so)?"""
+    param = parameter_named(function, name)
+    if param is None or id(function) in seen or not (type(param.default) is cst.Name and param.default.value == "None"):
+        return False
+    calls = [(caller, record.call, record.bound) for caller, record in model.calls_of(function)]
+    cls = model.class_of.get(id(function))
+    if function.name.value == "__init__" and cls is not None:
+        # `XMem(config, path)`: the constructions of the class (passing a parameter of
+        # their own on is not followed)
+        calls = [
+            (None, node, True)
+            for node in model.ctx.tree.nodes
+            if type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == cls.name.value
+        ]
+    if not calls:
+        return False
+    for caller, call, bound in calls:
+        if any(a.star for a in call.args):
+            return False
+        positional = call_parameters(function, bound)
+        passed = None
+        for index, arg in enumerate(call.args):
+            if arg.keyword is not None:
+                if arg.keyword.value == name:
+                    passed = arg.value
+            elif index < len(positional) and positional[index].name.value == name:
+                passed = arg.value
+        if passed is None or (type(passed) is cst.Name and passed.value == "None"):
+            continue
+        if type(passed) is not cst.Name or caller is None:
+            return False
+        if not _left_none(model, caller, passed.value, seen | {id(function)}):
+            return False
+    return True
 
 
 # `torch.load` of a downloaded file (their third positional parameter is `map_location`)
