@@ -1088,6 +1088,18 @@ class TorchCalls:
                     operands.append(Operand(element.value, self.result.values.get(id(element.value), UNKNOWN)))
             elif type(inner) in (cst.ListComp, cst.GeneratorExp):
                 operands.append(Operand(inner.elt, self.result.values.get(id(inner.elt), UNKNOWN)))
+            elif (
+                value.items is not None
+                and None not in (value.items.mixed or (None,))
+                and qualified.rsplit(".", 1)[-1] in T.JOINING_OPS
+            ):
+                # `torch.stack(losses)` of a list that got a CPU tensor on one iteration and
+                # an accelerator tensor on another: stacking takes no 0-dim exemption
+                cpu, other = value.items.mixed
+                self._conflict(
+                    Conflict(node, Operand(inner, replace(cpu, zero_dim=False)), Operand(inner, other), "joined")
+                )
+                return AbstractValue(Kind.TENSOR, other.device, False, other.origin, other.source, other.how)
             elif value.items is not None and value.items is not NO_ITEMS and value.items.tensor_like:
                 # `torch.cat(outputs)`: the tensors appended to a list built empty here
                 operands.append(Operand(inner, replace(value.items, kind=Kind.TENSOR, elements=None)))

@@ -56,6 +56,8 @@ def matters(value: AbstractValue) -> bool:
         return True  # `agent` of the file's `Agent`: its methods run where its models are
     if value == HOST_ARRAY:
         return True  # `names[order]` in the callee: NumPy reads a tensor index with `.numpy()`
+    if value.entries is not None and any(matters(item) for _, item in value.entries):
+        return True  # `batch` of `{"x": x.to(device)}`, handed to a helper that reads `batch["x"]`
     return value.elements is not None and any(matters(item) for item in value.elements)
 
 
@@ -65,6 +67,8 @@ def renamed(value: AbstractValue, rename: dict[str, str], hidden: frozenset[str]
     the callee cannot see (`hidden`) an accelerator without a name."""
     if value.elements is not None:
         value = replace(value, elements=tuple(renamed(item, rename, hidden) for item in value.elements))
+    if value.entries is not None:
+        value = replace(value, entries=tuple((key, renamed(item, rename, hidden)) for key, item in value.entries))
     device = value.device
     if device.is_accel and device.symbol:
         head = device.head

@@ -507,7 +507,58 @@ def _flag_name(test: cst.BaseExpression) -> tuple[str | None, bool]:
         return test.attr.value.lower(), negated
     if type(test) is cst.Name:
         return test.value.lower(), negated
+    if type(test) is cst.Comparison:
+        chosen = _gpu_chosen(test)  # `opt.device == 0`, `args.gpu >= 0`, `args.device != "cpu"`
+        if chosen is not None:
+            return "use_cuda", negated != (not chosen)
     return None, negated
+
+
+def _gpu_chosen(test: cst.Comparison) -> bool | None:
+    """Does the comparison of a user's device setting with a literal say a GPU was chosen
+    (True: `opt.device == 0`, `args.gpu >= 0`, `args.gpu != -1`, `args.device != "cpu"`,
+    `args.device == "cuda"`) or the CPU (False: `args.gpu < 0`, `args.device == "cpu"`)?
+    None for anything else."""
+    if len(test.comparisons) != 1 or type(test.left) not in (cst.Name, cst.Attribute):
+        return None
+    setting = (test.left.attr.value if type(test.left) is cst.Attribute else test.left.value).lower()
+    if not _DEVICE_SETTING.fullmatch(setting):
+        return None
+    target = test.comparisons[0]
+    operator = type(target.operator)
+    text = string_value(target.comparator)
+    if text is not None:
+        kind = text.split(":", 1)[0]
+        if operator not in (cst.Equal, cst.NotEqual) or kind not in ("cpu", "cuda"):
+            return None
+        return (kind == "cuda") == (operator is cst.Equal)
+    number = _literal_number(target.comparator)
+    if number is None:
+        return None
+    if operator is cst.Equal:
+        return number >= 0
+    if operator is cst.NotEqual:
+        return True if number == -1 else None
+    if operator is cst.GreaterThanEqual:
+        return True if number == 0 else None
+    if operator is cst.GreaterThan:
+        return True if number == -1 else None
+    if operator is cst.LessThan:
+        return False if number == 0 else None
+    return None
+
+
+def _literal_number(node: cst.BaseExpression) -> int | None:
+    """`0`, `-1`."""
+    if type(node) is cst.Integer:
+        return int(node.value)
+    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus and type(node.expression) is cst.Integer:
+        return -int(node.expression.value)
+    return None
+
+
+# a user's setting naming the device or GPU to run on (`opt.device`, `args.gpu`, `gpu_id`)
+_DEVICE_SETTING = re.compile(r"device|gpu|gpu_?id|device_?id|cuda_?device|gpu_?index")
 
 
 def _flag_root(name: str) -> str:

@@ -126,6 +126,9 @@ class State:
         prefix = name + "["
         for stale in [k for k in self.dotted if k.startswith(prefix)]:
             self.discard(stale)
+        held = self.env.get(name)
+        if held is not None and held.entries is not None:
+            self.set(name, replace(held, entries=None))
 
     def mark(self) -> Mark:
         return Mark(self.log, len(self.log))
@@ -1077,7 +1080,8 @@ class ScopeEvaluator(TorchCalls):
                 self.bind(target.value, UNKNOWN, state)
             elif container.items is not None and type(target.value) is cst.Name:
                 # `outputs[0] = out.cpu()`: a list built empty here holds that too
-                self.bind(target.value, replace(container, items=join_items(container.items, value)), state)
+                items = join_items(container.items, value, together=False)
+                self.bind(target.value, replace(container, items=items), state)
             entry = _entry_key(target)
             if entry is not None:
                 # `sample["tr_error"] = sample["tr_error"].cuda()`: that entry, read back, is there
@@ -1099,23 +1103,10 @@ class ScopeEvaluator(TorchCalls):
             value = _resymbolize(value, key)
         state.set(key, value)
         self.result.values[id(target)] = value
-        if type(value_node) is cst.Dict and type(target) is cst.Name:
-            self._dict_entries(key, value_node, state)
         if "." in key and key.split(".", 1)[0] == self.self_name:
             self._assigned(key, value)
         elif type(self.scope) is cst.Module and "." not in key:
             self._assigned(key, value)
-
-    def _dict_entries(self, name: str, literal: cst.Dict, state: State) -> None:
-        """`batch = {"x": x.to(device), "y": y}`: its entries with literal keys, by key."""
-        values = self.result.values
-        for element in literal.elements:
-            if type(element) is not cst.DictElement or type(element.key) is not cst.SimpleString:
-                continue
-            text = string_value(element.key)
-            item = values.get(id(element.value))
-            if text is not None and item is not None and (item.tensor_like or item.is_module):
-                state.set(f"{name}[{text!r}]", item)
 
     def _constructed(self, name: str, call: cst.Call, value: AbstractValue, state: State) -> None:
         """`runner = Runner(args, model, device)`: the attributes `__init__` sets straight
@@ -1462,14 +1453,19 @@ class ScopeEvaluator(TorchCalls):
 
     def _collection(self, node, state) -> AbstractValue:
         holds = False
+        entries = []
         for element in node.elements:
             if type(element) is cst.DictElement:
                 self.eval(element.key, state)
                 value = self.eval(element.value, state)
+                text = string_value(element.key) if type(element.key) is cst.SimpleString else None
+                if text is not None and (value.tensor_like or value.is_module):
+                    entries.append((text, value))  # `{"x": x.to(device)}`: read back by key
             else:
                 value = self.eval(element.value, state)
             holds = holds or value.holds_accel or value.may_be_accel_tensor
-        return HOLDS_ACCEL if holds else OTHER
+        found = HOLDS_ACCEL if holds else OTHER
+        return replace(found, entries=tuple(entries)) if entries else found
 
     eval_Set = eval_Dict = _collection
 
@@ -1621,6 +1617,11 @@ class ScopeEvaluator(TorchCalls):
         entry = _entry_key(node)
         if entry is not None and entry in state.env:
             return state.env[entry]
+        if value.entries is not None and entry is not None:
+            key = string_value(node.slice[0].slice.value)
+            found = next((item for name, item in value.entries if name == key), None)
+            if found is not None:
+                return found  # `result["gt_positive"]` of `return {"gt_positive": ...}`
         self._check_index(node, value)
         return self.item_of(node, value)
 

@@ -145,6 +145,12 @@ class AbstractValue:
     # device); DISTRIBUTION for a `torch.distributions` object, whose samples are where its
     # parameters are
     transform: str = ""
+    # a dict built from a literal with string keys: the values of its tensors and models by
+    # key (`return {"gt_positive": x[mask]}`, read as `result["gt_positive"]`)
+    entries: tuple[tuple[str, AbstractValue], ...] | None = None
+    # the items of a list built empty here: a tensor on the CPU and one on an accelerator
+    # it got (across the iterations of a loop), each None until it got one
+    mixed: tuple[AbstractValue | None, AbstractValue | None] | None = None
 
     @property
     def is_tensor(self) -> bool:
@@ -210,6 +216,8 @@ class AbstractValue:
             items=join_items(self.items, other.items),
             transform=self.transform if self.transform == other.transform else "",
             element=self.element and other.element,
+            entries=_join_entries(self.entries, other.entries),
+            mixed=_union_witnesses(self.mixed, other.mixed),
         )
 
     def join_guarded(self, other: AbstractValue) -> AbstractValue:
@@ -229,7 +237,17 @@ class AbstractValue:
         compatible = self.kind is other.kind or other.kind is Kind.UNKNOWN or (self.tensor_like and other.tensor_like)
         if moved and not other.device.is_accel and compatible:
             return self
-        return self.join(other)
+        joined = self.join(other)
+        if joined.mixed is not None:
+            # a CPU item the other arm appended is not there where the accelerator is
+            mine, theirs = _witnesses(self), _witnesses(other)
+            kept = (mine[0], mine[1] or theirs[1])
+            joined = replace(joined, mixed=kept if kept != (None, None) else None)
+        if self.items is not None and other.items is not None and NO_ITEMS not in (self.items, other.items):
+            # `if torch.cuda.is_available(): out.append(x.cuda()) else: out.append(x)`: the
+            # list holds what the guarded arm appends where there is an accelerator
+            joined = replace(joined, items=self.items.join_guarded(other.items))
+        return joined
 
     def join_single(self, other: AbstractValue) -> AbstractValue:
         """`self` from the path a machine with one accelerator takes, `other` from the arm
@@ -268,15 +286,56 @@ def _join_elements(
     return tuple(x.join(y) for x, y in zip(a, b))
 
 
-def join_items(a: AbstractValue | None, b: AbstractValue | None) -> AbstractValue | None:
-    """What two paths' lists hold: a list still empty on one path holds what the other's does."""
+def _join_entries(
+    a: tuple[tuple[str, AbstractValue], ...] | None, b: tuple[tuple[str, AbstractValue], ...] | None
+) -> tuple[tuple[str, AbstractValue], ...] | None:
+    """Two dicts join key by key, over the keys both hold."""
+    if a is None or b is None:
+        return None
+    theirs = dict(b)
+    joined = tuple((key, value.join(theirs[key])) for key, value in a if key in theirs)
+    return joined or None
+
+
+def join_items(a: AbstractValue | None, b: AbstractValue | None, *, together: bool = True) -> AbstractValue | None:
+    """What two paths' lists hold: a list still empty on one path holds what the other's
+    does. `together`: the list may hold both at once (an append, the iterations of a loop),
+    so it keeps a witness of each device (`mixed`); not where an item was replaced."""
     if a is None or b is None:
         return None
     if a is NO_ITEMS:
         return b
     if b is NO_ITEMS:
         return a
-    return a.join(b)
+    joined = a.join(b)
+    return replace(joined, mixed=_join_witnesses(a, b) if together else None)
+
+
+def _union_witnesses(
+    a: tuple[AbstractValue | None, AbstractValue | None] | None,
+    b: tuple[AbstractValue | None, AbstractValue | None] | None,
+) -> tuple[AbstractValue | None, AbstractValue | None] | None:
+    if a is None or b is None:
+        return a or b
+    return (a[0] or b[0], a[1] or b[1])
+
+
+def _witnesses(value: AbstractValue) -> tuple[AbstractValue | None, AbstractValue | None]:
+    """(a CPU tensor, an accelerator tensor) that `value`, an item of a list, stands for."""
+    cpu, accel_item = value.mixed or (None, None)
+    if value.tensor_like and value.device.is_cpu:
+        cpu = cpu or value
+    elif value.tensor_like and value.device.is_accel and not value.maybe_accel:
+        accel_item = accel_item or value
+    return cpu, accel_item
+
+
+def _join_witnesses(a: AbstractValue, b: AbstractValue) -> tuple[AbstractValue | None, AbstractValue | None] | None:
+    """What two paths' list items joined stand for: a list holds what any iteration of a
+    loop appended, together (`mixed`)."""
+    first, second = _witnesses(a), _witnesses(b)
+    joined = (first[0] or second[0], first[1] or second[1])
+    return joined if joined != (None, None) else None
 
 
 DISTRIBUTION = "distribution"
@@ -317,7 +376,8 @@ class Conflict:
     in-place operation), "module" (a module called with a tensor; one side is the
     module), "index" (a CPU tensor indexed by an accelerator index or mask) or
     "passed" (a call of a function of the file hands in the CPU tensor, which meets the
-    other operand at `inner`, in that function).
+    other operand at `inner`, in that function), or "joined" (`torch.stack(losses)` of a
+    list that got a CPU tensor and an accelerator tensor; both operands are the list).
     """
 
     node: cst.CSTNode

@@ -143,6 +143,8 @@ class MixedDevices(Rule):
             return f"`{analysis.code(conflict.cpu.expr, 40)}` ({cpu}) is handed to `{analysis.code(conflict.node.func, 40)}`, where it meets `{analysis.code(conflict.other.expr, 40)}` ({other}){at}"
         if conflict.kind == "index":
             return f"`{analysis.code(conflict.cpu.expr, 40)}` ({cpu}) is indexed by `{analysis.code(conflict.other.expr, 40)}` ({other}) in `{where}`: the index must live with the tensor"
+        if conflict.kind == "joined":
+            return f"`{where}` joins tensors on different devices: `{analysis.code(conflict.cpu.expr, 40)}` got one ({cpu}) and one ({other})"
         if conflict.kind == "inplace":
             return f"in-place `{where}` writes into `{analysis.code(conflict.cpu.expr, 40)}` ({cpu}) from `{analysis.code(conflict.other.expr, 40)}` ({other})"
         return f"`{analysis.code(conflict.cpu.expr, 40)}` ({cpu}) meets `{analysis.code(conflict.other.expr, 40)}` ({other}) in `{where}`"
