@@ -68,3 +68,27 @@ def test_fixed_scripts_keep_one_device_on_a_shadow_mac(name: str, binding: str) 
     runs = {run.spec.name: run for run in report.runs}
     assert runs["fixed@shadow:mps"].status == "ok", runs["fixed@shadow:mps"].error
     assert report.verdict == "PASS", [(r.spec.name, r.status, r.error, r.differences) for r in report.runs]
+
+
+@pytest.mark.parametrize(
+    ("name", "binding"),
+    [
+        # a user's setting compared with a literal (`if opt.device == 0:`) places the model:
+        # the batch the fix moves follows it (the original fails on CUDA: the batch stays behind)
+        ("user_flags.py", 'device = torch.device("cuda" if opt.device == 0 and torch.cuda.is_available() else "cpu")'),
+        (
+            "user_flags_checked.py",
+            'device = torch.device("cuda" if args.cuda and torch.cuda.is_available() else "cpu")',
+        ),
+    ],
+)
+def test_fixes_that_follow_a_user_flag_run_on_a_shadow_mac(name: str, binding: str) -> None:
+    path = FIXTURES / name
+    original = path.read_text(encoding="utf-8")
+    fixed = fix_source(original, path=str(path)).output
+    assert binding in fixed
+    report = verify(str(path), original, fixed, device="shadow")
+    runs = {run.spec.name: run for run in report.runs}
+    assert runs["fixed@shadow:mps"].status == "ok", runs["fixed@shadow:mps"].error
+    assert runs["fixed@shadow"].status == "ok", runs["fixed@shadow"].error
+    assert report.verdict in ("PASS", "FIXED"), [(r.spec.name, r.status, r.error) for r in report.runs]

@@ -222,6 +222,22 @@ class FileContext:
                     return True
         return False
 
+    def under_cuda_flag(self) -> bool:
+        """Is the current node in the arm a CUDA flag or check puts on the accelerator (the
+        body of `if args.cuda:`, of `if torch.cuda.is_available():`, the `else` of `if
+        args.no_cuda:`)?"""
+        oracle = self.guards
+        for index in range(len(self.ancestors) - 1, 0, -1):
+            child, parent = self.ancestors[index], self.ancestors[index - 1]
+            if type(parent) is cst.If or type(parent) is cst.IfExp:
+                implied = oracle.implication(parent.test)
+                flagged = cuda_flag_branch(parent.test, self.moving_flags())
+                if child is parent.body and ("cuda" in implied.when_true or flagged == "body"):
+                    return True
+                if child is parent.orelse and ("cuda" in implied.when_false or flagged == "orelse"):
+                    return True
+        return False
+
     def guards_backend(self, backend: str, node: cst.CSTNode | None = None) -> bool:
         """Does `node` only run where `backend` (`"cuda"`, `"mps"`, ...) is present?"""
         return backend in self.guarded_backends(node)

@@ -522,10 +522,22 @@ def _gpu_chosen(test: cst.Comparison) -> bool | None:
     if len(test.comparisons) != 1 or type(test.left) not in (cst.Name, cst.Attribute):
         return None
     setting = (test.left.attr.value if type(test.left) is cst.Attribute else test.left.value).lower()
-    if not _DEVICE_SETTING.fullmatch(setting):
-        return None
     target = test.comparisons[0]
     operator = type(target.operator)
+    if _GPU_COUNT.fullmatch(setting) and setting != "world_size":
+        # `opt.num_gpus > 0`, `n_gpu >= 1`: some GPU; `n_gpu == 0`: none
+        number = _literal_number(target.comparator)
+        if number is None:
+            return None
+        if (operator is cst.GreaterThan and number == 0) or (operator is cst.GreaterThanEqual and number == 1):
+            return True
+        if operator is cst.NotEqual and number == 0:
+            return True
+        if (operator is cst.Equal and number == 0) or (operator is cst.LessThan and number == 1):
+            return False
+        return None
+    if not _DEVICE_SETTING.fullmatch(setting):
+        return None
     text = string_value(target.comparator)
     if text is not None:
         kind = text.split(":", 1)[0]

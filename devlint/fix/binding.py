@@ -5,6 +5,10 @@ binding (`device` unless configured), then the module-level binding, which is cr
 after the last top-level import when absent (with `import torch` when the file has no
 name for torch). An existing module-level `device = ...` is reused; if the name holds
 something that is not a device, a free name is chosen.
+
+One device per file (SPEC §3): where the file places values under a flag of its own, the
+binding follows the flag (`placement_flag`); where no module-level binding can follow it,
+a fix that newly places a tensor outside the flag's arm gets no device (`code_for`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from devlint.analysis import device_tables
-from devlint.analysis.guards import EVERYTHING
+from devlint.analysis.guards import EVERYTHING, cuda_flag_branch
 from devlint.analysis.lattice import AbstractValue, Device, Kind, Operand
 from devlint.analysis.literals import is_device_attribute
 from devlint.analysis.tree import bound_names, dotted_name, parameter_named, statements, string_value
@@ -67,6 +71,8 @@ class BindingService:
         self._at: cst.CSTNode | None = None  # where the code will stand, when not where the walk is
         self._cuda_selection: bool | None = None
         self._torch_block: tuple[tuple[str, int] | None] | None = None
+        self._placing = False  # `code_for` asks: the fix places a value that stayed where it was
+        self._unfollowed: bool | None = None
 
     # -- torch -----------------------------------------------------------------------
 
@@ -172,13 +178,26 @@ class BindingService:
         the code stands in the scope where `device` got its name. `at`: the node the code
         will stand in (the factory), where that is an earlier statement than the walk's.
         """
-        if names is not None and operand is not None:
-            self._at = at
-            try:
-                return self._code_among(names, device, operand)
-            finally:
-                self._at = None
-        return self._code_here(device, same_scope)
+        self._placing = True  # a new placement: see `_unfollowed_flags`
+        try:
+            if names is not None and operand is not None:
+                self._at = at
+                try:
+                    found = self._code_among(names, device, operand)
+                finally:
+                    self._at = None
+            else:
+                found = self._code_here(device, same_scope)
+        finally:
+            self._placing = False
+        if found is not None and found[0] == self._module_name and not found[1] and self._beside_a_flag():
+            return None  # the binding an earlier fix added beside the flag (see `_module_binding`)
+        return found
+
+    def _beside_a_flag(self) -> bool:
+        """Is the module-level binding the portable one a fix adds, in a file that places
+        values under a flag of its own that it cannot follow, outside that flag's arm?"""
+        return self._portable_binding() and self._unfollowed_flags() and not self.ctx.under_cuda_flag()
 
     def _code_among(self, names: Mapping[str, AbstractValue], target: Device, other: Operand) -> Code | None:
         """Code naming `target`, the device of `other`, where `names` are bound."""
@@ -365,6 +384,8 @@ class BindingService:
                 # bound only inside a block (`if __name__ == "__main__":`): a function may
                 # run where it never is (a DataLoader worker imports the module anew)
                 return None
+            if self._placing and self._beside_a_flag():
+                return None  # the binding an earlier fix added beside the flag: see below
             return self._named(self._module_name, self._module_kind)
         if any(self._module_name in self.ctx.bindings_of(f) for f in self.ctx.functions()):
             return None
@@ -389,6 +410,13 @@ class BindingService:
                 return None  # module-level code that runs before the flag exists
             text = f"{self._module_name} = {code.replace('torch.', torch + '.', 1)}{newline}"
             return DeviceExpr(self._module_name, (*torch_edits, InsertLines(after, text)))
+        if self._placing and self._unfollowed_flags() and not self.ctx.under_cuda_flag():
+            # the file places its models under a flag of its own that no module-level device
+            # can follow (`args` parsed in `main()`): a tensor newly put on `torch.accelerator`
+            # would meet a model the flag left on the CPU (on a CUDA machine run without
+            # the flag, on a Mac). Under the flag's own arm both go the same way; and a
+            # `.cuda()` rewritten to `.to(device)` was on the accelerator already.
+            return None
         portable, _ = self.portable_expression(torch=torch)
         if anchor is None and not self.ctx.module.body:
             return None
@@ -430,7 +458,12 @@ class BindingService:
             if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
                 test, negated = test.expression, True
             implied = ctx.guards.flag(test.value) if type(test) is cst.Name else None
-            if implied is None or not self._places_on_cuda(node):
+            if implied is None:
+                found = self._user_flag(node)
+                if found is not None:
+                    return found
+                continue
+            if not self._places_on_cuda(node):
                 continue
             when_cuda = implied.when_false if negated else implied.when_true
             when_not = implied.when_true if negated else implied.when_false
@@ -445,6 +478,98 @@ class BindingService:
             if after is not None:
                 return f"torch.device({choice})", after
         return None
+
+    def _portable_binding(self) -> bool:
+        """Is the module-level binding the portable expression a fix writes (not a device
+        the user chose, which may follow the flag)?"""
+        statement = self._last_module_assignment(self._module_name or "")
+        if statement is None:
+            return False
+        value = statement.body[0].value if type(statement.body[0]) is cst.Assign else None
+        code = self.ctx.module.code_for_node(value) if value is not None else ""
+        return "accelerator.current_accelerator()" in code and "accelerator.is_available()" in code
+
+    def _unfollowed_flags(self) -> bool:
+        """Does the file place values under a CUDA flag of its own (`if args.cuda:
+        model.cuda()`) that `placement_flag` cannot follow? Not where DEV501 modernises
+        the flags in the same run."""
+        if self._unfollowed is None:
+            self._unfollowed = self._find_unfollowed_flags()
+        return self._unfollowed
+
+    def _find_unfollowed_flags(self) -> bool:
+        ctx = self.ctx
+        if ctx.config.is_enabled("DEV501") or self.placement_flag() is not None or not ctx.moving_flags():
+            return False
+        from devlint.analysis.devices import DeviceAnalysis  # (the analysis imports the binding's users)
+
+        model = DeviceAnalysis.of(ctx).model
+        for node in ctx.tree.nodes:
+            if type(node) is not cst.If and type(node) is not cst.IfExp:
+                continue
+            for conjunct in _conjuncts(node.test):
+                branch = cuda_flag_branch(conjunct, ctx.moving_flags())
+                if branch is None:
+                    continue
+                name = conjunct
+                while type(name) is cst.UnaryOperation:
+                    name = name.expression
+                if type(name) is cst.Name and model.literal_flag(name.value) is not None:
+                    continue  # `cuda = True`: every arm it decides runs
+                arm = node.body if branch == "body" else node.orelse
+                if arm is not None and _moves(ctx.tree.walk(arm)):
+                    return True  # (`.cuda()`, or the `.to(device)` an earlier fix made of it)
+        return False
+
+    def _user_flag(self, decision: cst.If | cst.IfExp) -> tuple[str, cst.CSTNode] | None:
+        """A user's CUDA flag that places values (`if opt.cuda: model.cuda()`, `if
+        opt.device == 0:`), read from names the module body binds: the device that follows
+        it (`torch.device("cuda" if opt.cuda else "cpu")`), after the last top-level
+        statement binding what the test reads."""
+        test = decision.test
+        conjuncts = _conjuncts(test)
+        flagged = [cuda_flag_branch(c, self.ctx.moving_flags()) for c in conjuncts]
+        branch = flagged[0] if len(conjuncts) == 1 else "body" if "body" in flagged else None
+        if branch is None or not self._places_on_cuda(decision if branch == "body" else None):
+            return None
+        nodes = self.ctx.tree.walk(decision.test)
+        attrs = {id(n.attr) for n in nodes if type(n) is cst.Attribute}  # the `cuda` of `opt.cuda`
+        read = [dotted_name(n) for n in nodes if type(n) in (cst.Name, cst.Attribute) and id(n) not in attrs]
+        imported = self.ctx.imports.aliases
+        read = [name for name in read if name is not None and name.split(".", 1)[0] not in imported]
+        if not read:
+            return None
+        positions, _ = self._statement_index()
+        after = None
+        for name in read:
+            statement = self._last_module_binding(name)
+            if statement is None and "." not in name:
+                return None  # a local flag (`args` parsed in `main()`): no module-level device follows it
+            if statement is not None and (after is None or positions[id(statement)] > positions[id(after)]):
+                after = statement
+        if after is None:
+            return None
+        module_torch = self._module_torch()
+        torch = module_torch[0] if module_torch is not None else "torch"
+        code = self.ctx.module.code_for_node(test)
+        if branch == "orelse":
+            code = f"not {code}" if dotted_name(test) is not None else f"not ({code})"
+        if not any("cuda" in self.ctx.guards.implication(c).when_true for c in conjuncts):
+            # the flag alone says nothing of the machine: CUDA where it is set and present
+            code = f"{code} and {torch}.cuda.is_available()"
+        return f'{torch}.device("cuda" if {code} else "cpu")', after
+
+    def _last_module_binding(self, name: str) -> cst.CSTNode | None:
+        """The last top-level statement that assigns `name` (`opt`, or `opt.device`)."""
+        found = None
+        for stmt in self.ctx.module.body:
+            if type(stmt) is not cst.SimpleStatementLine:
+                continue
+            for small in stmt.body:
+                targets = [t.target for t in small.targets] if type(small) is cst.Assign else []
+                if any(dotted_name(target) == name for target in targets):
+                    found = stmt
+        return found
 
     def _selects_cuda(self) -> bool:
         """Does the file choose its device with a CUDA check the fixes keep
@@ -468,8 +593,10 @@ class BindingService:
         implied = self.ctx.guards.implication(choice.test)
         return "cuda" in implied.when_true and not implied.when_false
 
-    def _places_on_cuda(self, decision: cst.If | cst.IfExp) -> bool:
+    def _places_on_cuda(self, decision: cst.If | cst.IfExp | None) -> bool:
         """Does this branch keep a `.cuda()` call or a `torch.cuda.*Tensor` type?"""
+        if decision is None:
+            return False
         for node in self.ctx.tree.walk(decision.body):
             if type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "cuda":
                 return True
@@ -640,6 +767,20 @@ def _joined_kind(kinds) -> str:
     if len(kinds) == 1 and kinds <= {"device", "type"}:
         return kinds.pop()
     return "any"
+
+
+def _moves(nodes) -> bool:
+    """Is any of `nodes` a `.cuda()` or `.to(...)` call?"""
+    return any(
+        type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("cuda", "to") for n in nodes
+    )
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """`a`, `b` of `a and b`."""
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        return [*_conjuncts(test.left), *_conjuncts(test.right)]
+    return [test]
 
 
 def _torch_name(alias: cst.ImportAlias) -> str | None:
