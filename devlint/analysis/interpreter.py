@@ -37,10 +37,12 @@ from devlint.analysis.lattice import (
     Source,
     accel,
     is_constant,
+    branch_witnesses,
     join_items,
     join_symbolic,
 )
 from devlint.analysis.tree import (
+    assignment_targets,
     bound_names,
     decorator_names,
     dotted_name,
@@ -48,6 +50,7 @@ from devlint.analysis.tree import (
     is_expression,
     keyword_arg,
     positional_args,
+    statements,
     string_value,
 )
 from devlint.analysis.calls import TorchCalls
@@ -92,13 +95,14 @@ class State:
     fix asks. Change `env` through `set` and `discard` only.
     """
 
-    __slots__ = ("env", "default", "dotted", "log")
+    __slots__ = ("env", "default", "dotted", "log", "entries")
 
     def __init__(self, env: dict[str, AbstractValue], default: Device, dotted: set[str] | None = None) -> None:
         self.env = env
         self.default = default
         self.dotted = {k for k in env if "." in k or "[" in k} if dotted is None else dotted
         self.log: list[tuple[str, AbstractValue | None]] = list(env.items())
+        self.entries = any("[" in k for k in self.dotted)  # any dict entry known (`batch["x"]`)
 
     def copy(self) -> State:
         return State(dict(self.env), self.default, set(self.dotted))
@@ -106,8 +110,11 @@ class State:
     def set(self, key: str, value: AbstractValue) -> None:
         self.env[key] = value
         self.log.append((key, value))
-        if "." in key or "[" in key:
+        if "." in key:
             self.dotted.add(key)
+        elif "[" in key:
+            self.dotted.add(key)
+            self.entries = True
 
     def discard(self, key: str) -> None:
         self.env.pop(key, None)
@@ -124,7 +131,7 @@ class State:
         """`name` may have been changed through another path (`batch.update(...)`, handed
         to a call, `batch[k] = ...`): what was known of its entries no longer holds."""
         prefix = name + "["
-        for stale in [k for k in self.dotted if k.startswith(prefix)]:
+        for stale in [k for k in self.dotted if k[-1] == "]" and k.startswith(prefix)] if self.entries else ():
             self.discard(stale)
         held = self.env.get(name)
         if held is not None and held.entries is not None:
@@ -237,6 +244,9 @@ class ScopeEvaluator(TorchCalls):
         self.tests: list[cst.BaseExpression] = []  # the tests of the `if` statements around
         # names bound to a wrapped iteration (`pbar = tqdm(enumerate(loader))`), by name
         self.wrapped_iterables: dict[str, cst.Call] = {}
+        self._dict_aliases: set[str] = set()  # names that hold one dict under two names (`b = batch`)
+        self._loop_nodes: list[cst.CSTNode] = []  # the loops around the statement, innermost last
+        self._loop_assigned: dict[int, frozenset[str]] = {}  # see `_varies_per_pass`
         self.summarised: set[int] = set()  # calls of functions of this file with a summary
         self._evident_modules: frozenset[str] | None = None  # see `evidently_module`
         ctx = model.ctx
@@ -503,6 +513,18 @@ class ScopeEvaluator(TorchCalls):
             value = self.eval(node.value, state)
             if type(self.scope) is cst.Module and len(node.targets) == 1 and type(node.targets[0].target) is cst.Name:
                 self.module_sources[node.targets[0].target.value] = node.value  # see `host_made`
+            if (
+                type(node.value) is cst.Name
+                and node.value.value not in ("None", "True", "False")
+                and value.kind is not Kind.TENSOR
+                and value.kind is not Kind.MODULE
+            ):
+                # `b = batch`: one dict under two names, changed through either
+                self._dict_aliases.add(node.value.value)
+                self._dict_aliases.update(t.target.value for t in node.targets if type(t.target) is cst.Name)
+                state.forget_entries(node.value.value)
+                if value.entries is not None:
+                    value = replace(value, entries=None)
             aliased = any(type(t.target) not in (cst.Tuple, cst.List) for t in node.targets)
             if value.items is not None and type(node.value) is cst.Name and aliased:
                 # `store = logits`: one list under two names, filled through either (not
@@ -639,14 +661,20 @@ class ScopeEvaluator(TorchCalls):
             # `if torch.cuda.device_count() > 1: net = DataParallel(net); net.to(device)`: a
             # machine with one accelerator takes the other branch
             return self.join_states(orelse, body, single=True)
-        if tested is not None and tested[1] == "cuda" and self.model.names_other_accelerators():
+        either = None if self._varies_per_pass(node.test) else state
+        if (
+            tested is not None
+            and tested[1] == "cuda"
+            and self.model.names_other_accelerators()
+            and not _on_cuda_only(self.lookup(tested[0], state))
+        ):
             # `if x.is_cuda: x = x.cpu()` in a file that also picks MPS: where `x` is not on
             # CUDA it may be on the Mac's accelerator, not only on the CPU
-            return self.join_states(body, orelse)
+            return self.join_states(body, orelse, either=either)
         side = self._accelerated_branch(node.test)
         if side == "orelse":
-            return self.join_states(orelse, body, guarded=True)
-        joined = self.join_states(body, orelse, guarded=side == "body")
+            return self.join_states(orelse, body, guarded=True, either=either)
+        joined = self.join_states(body, orelse, guarded=side == "body", either=either)
         name = _none_tested(node)
         if name is not None and joined is not None and body is not None and orelse is not None:
             # `if h is None: h = torch.zeros(...)`: where nothing is known of the `h` given
@@ -665,6 +693,24 @@ class ScopeEvaluator(TorchCalls):
             ):
                 joined.set(name, made)  # `global model; if model is None: model = Net()`: what the first call built
         return joined
+
+    def _varies_per_pass(self, test: cst.BaseExpression) -> bool:
+        """Can `test` change between passes of the loop around the `if` (it reads a name
+        the loop assigns: `if boxes.shape[0] == 0:`)? False outside loops."""
+        if not self._loop_nodes:
+            return False
+        loop = self._loop_nodes[-1]
+        assigned = self._loop_assigned.get(id(loop))
+        if assigned is None:
+            names = set(bound_names(loop.target)) if type(loop) is cst.For else set()
+            for node in statements(loop.body):
+                for target in assignment_targets(node):
+                    names.update(bound_names(target))
+            assigned = self._loop_assigned[id(loop)] = frozenset(names)
+        nodes = self.model.ctx.tree.walk(test)
+        return any(type(n) is cst.Name and n.value in assigned for n in nodes) or any(
+            type(n) is cst.Call for n in nodes
+        )
 
     def _on_the_cpu(self, key: str, state: State) -> None:
         """`x` is on the CPU in `state` (an arm of `if x.is_cpu:`)."""
@@ -822,7 +868,11 @@ class ScopeEvaluator(TorchCalls):
         exits: list[State] = []
         for attempt in range(_MAX_LOOP_PASSES + 1):
             self._loops.append(([], []))
-            end = self.block(body, prepare(head.copy()))
+            self._loop_nodes.append(node)
+            try:
+                end = self.block(body, prepare(head.copy()))
+            finally:
+                self._loop_nodes.pop()
             breaks, continues = self._loops.pop()
             back = self.join_all([end, *continues])
             new_head = self.join_states(entry, back) or entry
@@ -928,12 +978,16 @@ class ScopeEvaluator(TorchCalls):
     # -- joins -------------------------------------------------------------------------
 
     def join_states(
-        self, a: State | None, b: State | None, *, guarded: bool = False, single: bool = False
-    ) -> State | None:
+        self, a: State | None, b: State | None, *, guarded: bool = False, single: bool = False,
+        either: State | None = None,
+    ) -> State | None:  # fmt: skip
         """Where two paths meet. With `guarded`, `a` is the path an availability check
         guards and `b` the one without it (see `AbstractValue.join_guarded`); with
         `single`, `a` is the path a machine with one accelerator takes and `b` the one
-        only a machine with several does (see `AbstractValue.join_single`)."""
+        only a machine with several does (see `AbstractValue.join_single`). `either`: the
+        state before an `if` whose test is the same on every pass of the loop around (or
+        that is in no loop): a run takes one arm only, so a list holds what both arms
+        append (`if gpu: outs.append(t.to(d)) else: outs.append(t)` never mixes devices)."""
         if a is None:
             return b
         if b is None:
@@ -946,7 +1000,12 @@ class ScopeEvaluator(TorchCalls):
                 left = self.fallback(key)
             if right is None:
                 right = self.fallback(key)
-            env[key] = left.join_guarded(right) if guarded else left.join_single(right) if single else left.join(right)
+            value = left.join_guarded(right) if guarded else left.join_single(right) if single else left.join(right)
+            if either is not None and value.items is not None and value.items.mixed is not None:
+                before = either.env.get(key)
+                kept = branch_witnesses(before.items if before is not None else None, left.items, right.items)
+                value = replace(value, items=replace(value.items, mixed=kept))
+            env[key] = value
         default = a.default if a.default == b.default else UNKNOWN_DEVICE
         return State(env, default)
 
@@ -1083,10 +1142,17 @@ class ScopeEvaluator(TorchCalls):
                 items = join_items(container.items, value, together=False)
                 self.bind(target.value, replace(container, items=items), state)
             entry = _entry_key(target)
-            if entry is not None:
+            if entry is not None and target.value.value in self._dict_aliases:
+                state.forget_entries(target.value.value)  # held under another name too
+            elif entry is not None and value.tensor_like and not value.is_module:
                 # `sample["tr_error"] = sample["tr_error"].cuda()`: that entry, read back, is there
                 state.set(entry, value)
                 self.result.values[id(target)] = value
+            elif entry is not None:
+                state.discard(entry)
+                held = state.env.get(target.value.value)
+                if held is not None and held.entries is not None:
+                    state.set(target.value.value, replace(held, entries=None))
             elif type(target.value) is cst.Name:
                 state.forget_entries(target.value.value)  # `batch[k] = ...`: any entry
             return
@@ -1245,8 +1311,13 @@ class ScopeEvaluator(TorchCalls):
             return AbstractValue(Kind.TENSOR, value.device, False, value.origin, value.source, value.how)
         if value.is_tensor:
             return replace(value, zero_dim=None)
-        if value.items is not None and value.kind is Kind.OTHER:
-            return value.items  # `a, b = [t.to(device) for t in pair]`: each item
+        if (
+            value.items is not None
+            and value.kind is Kind.OTHER
+            and value.items.tensor_like
+            and not value.items.is_module
+        ):
+            return value.items  # `a, b = [t.to(device) for t in pair]`: each item (not a model's layers)
         if value.kind is Kind.UNKNOWN and (value.device.known or value.maybe_accel) and not value.item:
             # `out, aux = model(x)`: a module's outputs live where it ran; what they hold
             # in turn (`k, (t, h, w) = self.pool(k, thw)`: sizes) is not known
@@ -1459,8 +1530,10 @@ class ScopeEvaluator(TorchCalls):
                 self.eval(element.key, state)
                 value = self.eval(element.value, state)
                 text = string_value(element.key) if type(element.key) is cst.SimpleString else None
-                if text is not None and (value.tensor_like or value.is_module):
-                    entries.append((text, value))  # `{"x": x.to(device)}`: read back by key
+                if text is not None and value.tensor_like and not value.is_module:
+                    # `{"x": x.to(device)}`: read back by key (not a model: one moved in place
+                    # through `.values()` or `d["G"].to(device)` would leave the entry stale)
+                    entries.append((text, value))
             else:
                 value = self.eval(element.value, state)
             holds = holds or value.holds_accel or value.may_be_accel_tensor
@@ -1617,7 +1690,7 @@ class ScopeEvaluator(TorchCalls):
         entry = _entry_key(node)
         if entry is not None and entry in state.env:
             return state.env[entry]
-        if value.entries is not None and entry is not None:
+        if value.entries is not None and entry is not None and node.value.value not in self._dict_aliases:
             key = string_value(node.slice[0].slice.value)
             found = next((item for name, item in value.entries if name == key), None)
             if found is not None:
@@ -1743,6 +1816,13 @@ def _plain_type(node: cst.BaseExpression) -> bool:
     if node_type is cst.BinaryOperation and type(node.operator) is cst.BitOr:
         return _plain_type(node.left) and _plain_type(node.right)
     return False
+
+
+def _on_cuda_only(value: AbstractValue) -> bool:
+    """Was `value` put on CUDA by name (`.cuda()`, `"cuda"`), not on a device that may be
+    another accelerator?"""
+    symbol = value.device.symbol or ""
+    return value.device.is_accel and (value.how.startswith(".cuda(") or symbol.strip("\"'").startswith("cuda"))
 
 
 def _tensor_device_test(test: cst.BaseExpression) -> tuple[str, str, bool] | None:

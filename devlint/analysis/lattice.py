@@ -311,6 +311,21 @@ def join_items(a: AbstractValue | None, b: AbstractValue | None, *, together: bo
     return replace(joined, mixed=_join_witnesses(a, b) if together else None)
 
 
+def branch_witnesses(
+    before: AbstractValue | None, body: AbstractValue | None, orelse: AbstractValue | None
+) -> tuple[AbstractValue | None, AbstractValue | None] | None:
+    """What a list surely got after an `if` only one arm of which runs: what it held
+    before, and what both arms gave it (the items before, and of each arm)."""
+    held = _witnesses(before) if before is not None and before is not NO_ITEMS else (None, None)
+    first = _witnesses(body) if body is not None and body is not NO_ITEMS else (None, None)
+    second = _witnesses(orelse) if orelse is not None and orelse is not NO_ITEMS else (None, None)
+    kept = (
+        held[0] or (first[0] if first[0] is not None and second[0] is not None else None),
+        held[1] or (first[1] if first[1] is not None and second[1] is not None else None),
+    )
+    return kept if kept != (None, None) else None
+
+
 def _union_witnesses(
     a: tuple[AbstractValue | None, AbstractValue | None] | None,
     b: tuple[AbstractValue | None, AbstractValue | None] | None,

@@ -222,8 +222,11 @@ def is_device_attribute(node: cst.BaseExpression) -> bool:
         return False
     receiver = node.value
     root = receiver
+    plain = True  # attributes only so far (`self.opt.device`), no index or call
     while type(root) in (cst.Attribute, cst.Subscript, cst.Call):
-        if type(root) is cst.Attribute and root.attr.value in _CONFIG_ROOTS - {"self", "params"}:
+        if type(root) is not cst.Attribute:
+            plain = False  # `self.opt.param_groups[0]["params"][0].device`: a tensor's
+        elif plain and root.attr.value in _CONFIG_ROOTS - {"self", "params"}:
             return False  # `self.opt.device`, `self.cfg.model.device`: a setting
         root = root.value if type(root) is not cst.Call else root.func
     if type(receiver) is cst.Name and receiver.value in _CONFIG_ROOTS:

@@ -90,6 +90,20 @@ _OTHER_ACCELERATORS = frozenset(t for t in T.ACCELERATOR_TYPES if t != "cuda")
 _OTHER_ACCELERATOR_MODULES = ("torch.backends.mps", "torch.mps", "torch.xpu", "torch.accelerator", "torch.npu")
 
 
+def _parameters_given(helper: cst.FunctionDef, call: cst.Call, names: frozenset[str]) -> frozenset[str]:
+    """The parameters of `helper` that `call` (`self.helper(...)`) fills with one of `names`."""
+    positional = call_parameters(helper, True)
+    given = set()
+    for index, arg in enumerate(call.args):
+        if arg.star or dotted_name(arg.value) not in names:
+            continue
+        if arg.keyword is not None:
+            given.add(arg.keyword.value)
+        elif index < len(positional):
+            given.add(positional[index].name.value)
+    return frozenset(given)
+
+
 class FileModel(RelevanceGate, CallContexts):
     """File-wide facts the scopes share, computed once."""
 
@@ -1257,28 +1271,28 @@ class FileModel(RelevanceGate, CallContexts):
         (`x = x.to(self.fc.weight.device)`, `torch.as_tensor(x, device=self.device)`)?"""
         cls = self.classes.get(name) if name else None
         forward = self.method(cls, "forward") if cls is not None else None
-        return forward is not None and self._moves_a_parameter(cls, forward, frozenset())
+        if forward is None:
+            return False
+        params = frozenset(p.name.value for p in call_parameters(forward, True))
+        return self._moves_a_parameter(cls, forward, params, frozenset())
 
-    def _moves_a_parameter(self, cls: cst.ClassDef, method: cst.FunctionDef, seen: frozenset[int]) -> bool:
-        """Does `method` move or place one of its parameters, itself or through a method of
-        the class it hands them to (`return self.density(state).sample()`, where `density`
-        does `state = state.to(self.device)`)?"""
+    def _moves_a_parameter(
+        self, cls: cst.ClassDef, method: cst.FunctionDef, params: frozenset[str], seen: frozenset[int]
+    ) -> bool:
+        """Does `method` move or place one of `params`, its parameters, itself or through a
+        method of the class it hands them to (`return self.density(state).sample()`, where
+        `density` does `state = state.to(self.device)`)?"""
         if id(method) in seen:
             return False
-        params = {p.name.value for p in call_parameters(method, True)}
         me = method.params.params[0].name.value if method.params.params else None
         for child in self.ctx.tree.walk(method.body):
             if type(child) is not cst.Call:
                 continue
             func = child.func
-            if (
-                type(func) is cst.Attribute
-                and type(func.value) is cst.Name
-                and func.value.value == me
-                and any(dotted_name(a.value) in params for a in child.args)
-            ):
+            if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == me:
                 helper = self.method(cls, func.attr.value)
-                if helper is not None and self._moves_a_parameter(cls, helper, seen | {id(method)}):
+                handed = _parameters_given(helper, child, params) if helper is not None else frozenset()
+                if handed and self._moves_a_parameter(cls, helper, handed, seen | {id(method)}):
                     return True
             if type(func) is cst.Attribute and func.attr.value in T.MOVE_METHODS:
                 if dotted_name(func.value) in params:

@@ -403,8 +403,12 @@ def _left_none(model, function: cst.FunctionDef, name: str, seen: frozenset[int]
     param = parameter_named(function, name)
     if param is None or id(function) in seen or not (type(param.default) is cst.Name and param.default.value == "None"):
         return False
+    if name in model.assigned_names(function):
+        return False  # `if map_location is None: map_location = "cpu"`
     calls = [(caller, record.call, record.bound) for caller, record in model.calls_of(function)]
     cls = model.class_of.get(id(function))
+    if _called_unseen(model, function, cls):
+        return False  # handed on as a value, or a base class whose subclasses call it
     if function.name.value == "__init__" and cls is not None:
         # `XMem(config, path)`: the constructions of the class (passing a parameter of
         # their own on is not followed)
@@ -433,6 +437,25 @@ def _left_none(model, function: cst.FunctionDef, name: str, seen: frozenset[int]
         if not _left_none(model, caller, passed.value, seen | {id(function)}):
             return False
     return True
+
+
+def _called_unseen(model, function: cst.FunctionDef, cls: cst.ClassDef | None) -> bool:
+    """May `function` be called by code the file's call sites do not show: named other
+    than as the callee of a call (`loader=load_weights`), or a method of a class another
+    class of the file derives from (`super().__init__(cfg, path, map_location)`)?"""
+    name = function.name.value
+    for node in model.ctx.tree.nodes:
+        if type(node) is cst.ClassDef and cls is not None and node is not cls:
+            if any(dotted_name(base.value) == cls.name.value for base in node.bases):
+                return True
+        elif type(node) is cst.Call:
+            continue
+        elif type(node) is cst.Arg and type(node.value) is cst.Name and node.value.value == name and cls is None:
+            return True  # `run(load_weights)`
+        elif type(node) in (cst.Assign, cst.DictElement, cst.Element) and type(node.value) is cst.Name:
+            if node.value.value == name and cls is None:
+                return True  # `loader = load_weights`, `{"load": load_weights}`
+    return False
 
 
 # `torch.load` of a downloaded file (their third positional parameter is `map_location`)
