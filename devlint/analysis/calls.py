@@ -17,6 +17,7 @@ from devlint.analysis.lattice import (
     ALBUMENTATIONS,
     CPU,
     HOST_ARRAY,
+    ROWS,
     TENSOR_ITEMS,
     DISTRIBUTION,
     CONSTANTS,
@@ -779,7 +780,19 @@ class TorchCalls:
             return OTHER
         if qualified in T.TENSOR_DATASETS:
             # `TensorDataset(ids.to(device), ...)`: its items are where its tensors are
-            return replace(OTHER, holds_accel=any(v.may_be_accel_tensor for v in args))
+            found = replace(OTHER, holds_accel=any(v.may_be_accel_tensor for v in args))
+            given = [v for a, v in zip(node.args, args) if a.keyword is None and not a.star]
+            if given and len(given) == len(node.args) and all(v.is_tensor and v.device.known for v in given):
+                found = replace(found, transform=ROWS, elements=tuple(given))  # `x, y = ds[i]`
+            return found
+        if qualified in T.RANDOM_SPLITS and args and args[0].transform == ROWS and len(node.args) >= 2:
+            # `train, valid = random_split(ds, [0.8, 0.2])`: subsets whose items are the dataset's
+            lengths = node.args[1].value
+            if type(lengths) in (cst.List, cst.Tuple) and not any(
+                type(e) is cst.StarredElement for e in lengths.elements
+            ):
+                return replace(OTHER, elements=(args[0],) * len(lengths.elements))
+            return UNKNOWN
         if qualified in T.DATALOADERS:
             # a `collate_fn` of the file that moves the batch makes batches on its device, as
             # does a Hugging Face dataset formatted there (`ds.set_format("torch", device="cuda")`)

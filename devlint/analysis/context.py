@@ -7,6 +7,7 @@ never walk the tree themselves.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,7 @@ from devlint.analysis.guards import (
     present,
 )
 from devlint.analysis.names import ImportTable, local_bindings
-from devlint.analysis.tree import Tree, bound_names, dotted_name
+from devlint.analysis.tree import Tree, assignment_targets, bound_names, dotted_name
 
 if TYPE_CHECKING:
     from devlint.config import Config
@@ -66,6 +67,7 @@ class FileContext:
         self._answers: dict[str, Any] = {}
         self._top_classes: dict[str, cst.ClassDef] | None = None
         self._moving_flags: frozenset[str] | None = None
+        self._literal_flags: dict[str, bool] | None = None  # see `literal_flag`
 
     # -- names -----------------------------------------------------------------------
 
@@ -112,6 +114,36 @@ class FileContext:
                 if type(stmt) is cst.ClassDef:
                     classes.setdefault(stmt.name.value, stmt)
         return classes
+
+    def literal_flag(self, name: str) -> bool | None:
+        """`cuda = True` at module level, the file's one binding of `name`: what every `if
+        cuda:` of the file sees. None for any other name."""
+        if self._literal_flags is None:
+            bindings: Counter[str] = Counter()
+            for node in self.tree.nodes:
+                for target in assignment_targets(node):
+                    bindings.update(bound_names(target))
+                if type(node) in (cst.Import, cst.ImportFrom, cst.Global) and type(node.names) is not cst.ImportStar:
+                    bindings.update(
+                        dotted_name(alias.asname.name if getattr(alias, "asname", None) else alias.name) or ""
+                        for alias in node.names
+                    )
+            flags: dict[str, bool] = {}
+            for line in self.module.body:
+                if type(line) is not cst.SimpleStatementLine:
+                    continue
+                for small in line.body:
+                    if (
+                        type(small) is cst.Assign
+                        and len(small.targets) == 1
+                        and type(small.targets[0].target) is cst.Name
+                    ):
+                        bound, value = small.targets[0].target.value, small.value
+                        # (`use_cuda = False`: the arm a user gets by flipping it is still read)
+                        if bindings[bound] == 1 and type(value) is cst.Name and value.value == "True":
+                            flags[bound] = True
+            self._literal_flags = flags
+        return self._literal_flags.get(name)
 
     def is_local(self, name: str) -> bool:
         """Is `name` bound (by other than an import) in one of the enclosing functions?"""

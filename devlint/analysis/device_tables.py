@@ -314,6 +314,7 @@ AUDIO_TRANSFORMS_WITH_BUFFERS = frozenset(
      "Resample", "GriffinLim", "SpectralCentroid", "PitchShift"}
 )  # fmt: skip
 TENSOR_DATASETS = frozenset({"torch.utils.data.TensorDataset", "torch.utils.data.dataset.TensorDataset"})
+RANDOM_SPLITS = frozenset({"torch.utils.data.random_split", "torch.utils.data.dataset.random_split"})
 
 # torch.nn modules whose tensor inputs need not share a device: CTCLoss takes its lengths
 # on the CPU.

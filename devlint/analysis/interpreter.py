@@ -20,6 +20,7 @@ from devlint.analysis.lattice import (
     CPU,
     DISTRIBUTION,
     HOST_ARRAY,
+    ROWS,
     TENSOR_ITEMS,
     EMPTY_LIST,
     NO_ITEMS,
@@ -1726,6 +1727,12 @@ class ScopeEvaluator(TorchCalls):
             return value
         if value == HOST_ARRAY:
             return HOST_ARRAY  # `scores[:, 0]` of a NumPy array
+        if value.transform == ROWS and value.elements is not None:  # `x, y = TensorDataset(X, Y)[i]`
+            rows = tuple(
+                AbstractValue(Kind.TENSOR, t.device, None, t.origin, t.source, t.how, maybe_accel=t.maybe_accel)
+                for t in value.elements
+            )
+            return replace(OTHER, elements=rows)
         if value.transform == TENSOR_ITEMS:  # `image, label = mnist_test[i]`
             tensor = AbstractValue(Kind.TENSOR, CPU, False, node, Source.NUMPY, "an item of the dataset")
             return replace(OTHER, elements=(tensor, UNKNOWN))

@@ -356,6 +356,7 @@ def _join_witnesses(a: AbstractValue, b: AbstractValue) -> tuple[AbstractValue |
 DISTRIBUTION = "distribution"
 ALBUMENTATIONS = "albumentations"  # an albumentations pipeline ending in `ToTensorV2()`
 TENSOR_ITEMS = "tensor items"  # a torchvision dataset whose items are CPU tensors (`ds[i]`)
+ROWS = "rows"  # `TensorDataset(x, y)` (or a split of it): `ds[i]` is a row of each, in `elements`
 
 UNKNOWN = AbstractValue()
 OTHER = AbstractValue(Kind.OTHER)

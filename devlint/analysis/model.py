@@ -6,7 +6,6 @@ classes, which are nn.Modules, what they register and own, and the summary of
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -148,7 +147,6 @@ class FileModel(RelevanceGate, CallContexts):
         self._init_values: dict[int, dict[str, AbstractValue]] = {}  # what a class's `__init__` leaves
         self._setters: dict[tuple[int, str], frozenset[int]] = {}  # see `first_call_value`
         self._kept: dict[tuple[int, str], bool] = {}  # see `kept_by_forward`
-        self._literal_flags: dict[str, bool] | None = None  # see `literal_flag`
         self._settings: dict[tuple[int, str], bool] = {}  # see `configuration`
         self._called: dict[int, frozenset[str]] = {}  # see `_called_attributes`
         self._others: frozenset[str] | None = None  # see `_set_on_others`
@@ -970,34 +968,8 @@ class FileModel(RelevanceGate, CallContexts):
         return self._other_accelerators
 
     def literal_flag(self, name: str) -> bool | None:
-        """`cuda = True` at module level, the file's one binding of `name`: what every `if
-        cuda:` of the file sees. None for any other name."""
-        if self._literal_flags is None:
-            bindings: Counter[str] = Counter()
-            for node in self.ctx.tree.nodes:
-                for target in assignment_targets(node):
-                    bindings.update(bound_names(target))
-                if type(node) in (cst.Import, cst.ImportFrom, cst.Global) and type(node.names) is not cst.ImportStar:
-                    bindings.update(
-                        dotted_name(alias.asname.name if getattr(alias, "asname", None) else alias.name) or ""
-                        for alias in node.names
-                    )
-            flags: dict[str, bool] = {}
-            for line in self.ctx.module.body:
-                if type(line) is not cst.SimpleStatementLine:
-                    continue
-                for small in line.body:
-                    if (
-                        type(small) is cst.Assign
-                        and len(small.targets) == 1
-                        and type(small.targets[0].target) is cst.Name
-                    ):
-                        bound, value = small.targets[0].target.value, small.value
-                        # (`use_cuda = False`: the arm a user gets by flipping it is still read)
-                        if bindings[bound] == 1 and type(value) is cst.Name and value.value == "True":
-                            flags[bound] = True
-            self._literal_flags = flags
-        return self._literal_flags.get(name)
+        """`cuda = True` at module level (`FileContext.literal_flag`)."""
+        return self.ctx.literal_flag(name)
 
     def configuration(self, cls: cst.ClassDef, attr: str) -> bool:
         """Is `self.<attr>` a setting every call sees alike: set only in `__init__`, each

@@ -501,9 +501,6 @@ class BindingService:
         ctx = self.ctx
         if ctx.config.is_enabled("DEV501") or self.placement_flag() is not None or not ctx.moving_flags():
             return False
-        from devlint.analysis.devices import DeviceAnalysis  # (the analysis imports the binding's users)
-
-        model = DeviceAnalysis.of(ctx).model
         for node in ctx.tree.nodes:
             if type(node) is not cst.If and type(node) is not cst.IfExp:
                 continue
@@ -514,7 +511,7 @@ class BindingService:
                 name = conjunct
                 while type(name) is cst.UnaryOperation:
                     name = name.expression
-                if type(name) is cst.Name and model.literal_flag(name.value) is not None:
+                if type(name) is cst.Name and ctx.literal_flag(name.value) is not None:
                     continue  # `cuda = True`: every arm it decides runs
                 arm = node.body if branch == "body" else node.orelse
                 if arm is not None and _moves(ctx.tree.walk(arm)):
