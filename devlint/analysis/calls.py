@@ -782,7 +782,12 @@ class TorchCalls:
             # `TensorDataset(ids.to(device), ...)`: its items are where its tensors are
             found = replace(OTHER, holds_accel=any(v.may_be_accel_tensor for v in args))
             given = [v for a, v in zip(node.args, args) if a.keyword is None and not a.star]
-            if given and len(given) == len(node.args) and all(v.is_tensor and v.device.known for v in given):
+            if (
+                given
+                and len(given) == len(node.args)
+                and all(v.is_tensor and v.device.known for v in given)
+                and not self.model.sets_attribute("tensors")  # `ds.tensors = (...)`: moved later
+            ):
                 found = replace(found, transform=ROWS, elements=tuple(given))  # `x, y = ds[i]`
             return found
         if qualified in T.RANDOM_SPLITS and args and args[0].transform == ROWS and len(node.args) >= 2:

@@ -247,6 +247,7 @@ class ScopeEvaluator(TorchCalls):
         self.wrapped_iterables: dict[str, cst.Call] = {}
         self._dict_aliases: set[str] = set()  # names that hold one dict under two names (`b = batch`)
         self._loop_nodes: list[cst.CSTNode] = []  # the loops around the statement, innermost last
+        self._aliased_names: frozenset[str] | None = None  # see `_held_elsewhere`
         self._loop_assigned: dict[int, frozenset[str]] = {}  # see `_varies_per_pass`
         self.summarised: set[int] = set()  # calls of functions of this file with a summary
         self._evident_modules: frozenset[str] | None = None  # see `evidently_module`
@@ -695,19 +696,49 @@ class ScopeEvaluator(TorchCalls):
                 joined.set(name, made)  # `global model; if model is None: model = Net()`: what the first call built
         return joined
 
+    def _held_elsewhere(self, name: str) -> bool:
+        """Is `name` (a dict) also reachable under another name or in a container of this
+        scope: `b = batch`, `for d in (train, val):`, `a, b = batch, other`, `[batch]`,
+        `b = batch if flag else other`? Then its entries are not followed."""
+        if self._aliased_names is None:
+            tree = self.model.ctx.tree
+            nodes = tree.walk(self.scope)
+            targets = set()  # tuples that are assignment or loop targets, not values
+            for node in nodes:
+                if type(node) is cst.For or type(node) is cst.CompFor:
+                    targets.add(id(node.target))
+                elif type(node) is cst.AssignTarget:
+                    targets.add(id(node.target))
+            names = set()
+            for node in nodes:
+                node_type = type(node)
+                if node_type in (cst.Tuple, cst.List, cst.Set) and id(node) not in targets:
+                    names.update(e.value.value for e in node.elements if type(e.value) is cst.Name)
+                elif node_type is cst.IfExp:
+                    names.update(v.value for v in (node.body, node.orelse) if type(v) is cst.Name)
+                elif node_type is cst.DictElement and type(node.value) is cst.Name:
+                    names.add(node.value.value)
+                elif node_type is cst.Assign and type(node.value) is cst.Name:
+                    names.add(node.value.value)
+                    names.update(t.target.value for t in node.targets if type(t.target) is cst.Name)
+            self._aliased_names = frozenset(names)
+        return name in self._aliased_names or name in self._dict_aliases
+
     def _varies_per_pass(self, test: cst.BaseExpression) -> bool:
         """Can `test` change between passes of the loop around the `if` (it reads a name
         the loop assigns: `if boxes.shape[0] == 0:`)? False outside loops."""
         if not self._loop_nodes:
             return False
-        loop = self._loop_nodes[-1]
-        assigned = self._loop_assigned.get(id(loop))
-        if assigned is None:
-            names = set(bound_names(loop.target)) if type(loop) is cst.For else set()
-            for node in statements(loop.body):
-                for target in assignment_targets(node):
-                    names.update(bound_names(target))
-            assigned = self._loop_assigned[id(loop)] = frozenset(names)
+        assigned: set[str] = set()
+        for loop in self._loop_nodes:  # any loop around: the list may outlive the inner one
+            names = self._loop_assigned.get(id(loop))
+            if names is None:
+                found = set(bound_names(loop.target)) if type(loop) is cst.For else set()
+                for node in statements(loop.body):
+                    for target in assignment_targets(node):
+                        found.update(bound_names(target))
+                names = self._loop_assigned[id(loop)] = frozenset(found)
+            assigned |= names
         nodes = self.model.ctx.tree.walk(test)
         return any(type(n) is cst.Name and n.value in assigned for n in nodes) or any(
             type(n) is cst.Call for n in nodes
@@ -1143,7 +1174,7 @@ class ScopeEvaluator(TorchCalls):
                 items = join_items(container.items, value, together=False)
                 self.bind(target.value, replace(container, items=items), state)
             entry = _entry_key(target)
-            if entry is not None and target.value.value in self._dict_aliases:
+            if entry is not None and self._held_elsewhere(target.value.value):
                 state.forget_entries(target.value.value)  # held under another name too
             elif entry is not None and value.tensor_like and not value.is_module:
                 # `sample["tr_error"] = sample["tr_error"].cuda()`: that entry, read back, is there
@@ -1691,7 +1722,7 @@ class ScopeEvaluator(TorchCalls):
         entry = _entry_key(node)
         if entry is not None and entry in state.env:
             return state.env[entry]
-        if value.entries is not None and entry is not None and node.value.value not in self._dict_aliases:
+        if value.entries is not None and entry is not None and not self._held_elsewhere(node.value.value):
             key = string_value(node.slice[0].slice.value)
             found = next((item for name, item in value.entries if name == key), None)
             if found is not None:

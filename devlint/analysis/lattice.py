@@ -319,6 +319,9 @@ def branch_witnesses(
     held = _witnesses(before) if before is not None and before is not NO_ITEMS else (None, None)
     first = _witnesses(body) if body is not None and body is not NO_ITEMS else (None, None)
     second = _witnesses(orelse) if orelse is not None and orelse is not NO_ITEMS else (None, None)
+    for arm in (first, second):
+        if None not in arm:
+            return arm  # the run that takes this arm mixes the list by itself
     kept = (
         held[0] or (first[0] if first[0] is not None and second[0] is not None else None),
         held[1] or (first[1] if first[1] is not None and second[1] is not None else None),

@@ -109,6 +109,7 @@ class FileModel(RelevanceGate, CallContexts):
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self._other_accelerators: bool | None = None
+        self._attributes_set: frozenset[str] | None = None  # see `sets_attribute`
         self.imports = ctx.imports
         self._started = time.process_time()
         self.exhausted = False  # the budget ran out: some scopes were left unknown
@@ -947,6 +948,17 @@ class FileModel(RelevanceGate, CallContexts):
         if not setters <= {id(method)}:
             return None
         return replace(value, how=f"{value.how}, left by `__init__` for the first call" if value.how else value.how)
+
+    def sets_attribute(self, attr: str) -> bool:
+        """Does the file assign `<something>.<attr>` anywhere (`ds.tensors = ...`)?"""
+        found = self._attributes_set
+        if found is None:
+            found = self._attributes_set = frozenset(
+                node.target.attr.value
+                for node in self.ctx.tree.nodes
+                if type(node) is cst.AssignTarget and type(node.target) is cst.Attribute
+            )
+        return attr in found
 
     def names_other_accelerators(self) -> bool:
         """Does the file name an accelerator other than CUDA (`"mps"`, `torch.backends.mps`,

@@ -444,12 +444,15 @@ def _called_unseen(model, function: cst.FunctionDef, cls: cst.ClassDef | None) -
     than as the callee of a call (`loader=load_weights`), or a method of a class another
     class of the file derives from (`super().__init__(cfg, path, map_location)`)?"""
     name = function.name.value
+    called = {id(node.func) for node in model.ctx.tree.nodes if type(node) is cst.Call}
     for node in model.ctx.tree.nodes:
         if type(node) is cst.ClassDef and cls is not None and node is not cls:
             if any(dotted_name(base.value) == cls.name.value for base in node.bases):
                 return True
         elif type(node) is cst.Call:
             continue
+        elif type(node) is cst.Attribute and cls is not None and node.attr.value == name and id(node) not in called:
+            return True  # `loader = model.restore`: a method handed on
         elif type(node) is cst.Arg and type(node.value) is cst.Name and node.value.value == name and cls is None:
             return True  # `run(load_weights)`
         elif type(node) in (cst.Assign, cst.DictElement, cst.Element) and type(node.value) is cst.Name:
