@@ -190,8 +190,10 @@ class BindingService:
                 found = self._code_here(device, same_scope)
         finally:
             self._placing = False
-        if found is not None and found[0] == self._module_name and not found[1] and self._beside_a_flag():
-            return None  # the binding an earlier fix added beside the flag (see `_module_binding`)
+        if found is not None and not found[1] and self._unfollowed_flags():
+            self.has_module_binding()  # (names the module-level binding)
+            if found[0] == self._module_name and self._beside_a_flag():
+                return None  # the binding an earlier fix added beside the flag (see `_module_binding`)
         return found
 
     def _beside_a_flag(self) -> bool:
