@@ -39,7 +39,15 @@ from devlint.analysis.lattice import (
 )
 from devlint.analysis.contexts import CallRecord, self_name
 from devlint.analysis.literals import is_device_parameter
-from devlint.analysis.tree import code_of_name, dotted_name, keyword_arg, move_target, positional_args, string_value
+from devlint.analysis.tree import (
+    argument_for,
+    code_of_name,
+    dotted_name,
+    keyword_arg,
+    move_target,
+    positional_args,
+    string_value,
+)
 
 if TYPE_CHECKING:
     from devlint.analysis.interpreter import State
@@ -801,7 +809,8 @@ class TorchCalls:
         if qualified in T.DATALOADERS:
             # a `collate_fn` of the file that moves the batch makes batches on its device, as
             # does a Hugging Face dataset formatted there (`ds.set_format("torch", device="cuda")`)
-            dataset = args[0] if args and node.args[0].keyword is None else UNKNOWN
+            given = argument_for(node, "dataset", 0)  # `DataLoader(dataset=val, ...)` too
+            dataset = self.result.values.get(id(given.value), UNKNOWN) if given is not None else UNKNOWN
             placed = self._collate_moves(node) or self._formatted_on_device(node) or dataset.holds_accel
             placed = placed or (dataset.instance_of != "" and self.model.places_items(dataset.instance_of))
             device = UNKNOWN_DEVICE if placed else CPU
