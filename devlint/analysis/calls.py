@@ -794,7 +794,7 @@ class TorchCalls:
                 given
                 and len(given) == len(node.args)
                 and all(v.is_tensor and v.device.known for v in given)
-                and not self.model.sets_attribute("tensors")  # `ds.tensors = (...)`: moved later
+                and not self.model.set_from_outside("tensors")  # `ds.tensors = (...)`: moved later
             ):
                 found = replace(found, transform=ROWS, elements=tuple(given))  # `x, y = ds[i]`
             return found

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from devlint.analysis import device_tables as T
-from devlint.analysis.tree import argument_for, dotted_name, int_value, string_value, walk
+from devlint.analysis.tree import argument_for, dotted_name, int_value, signed_int_value, string_value, walk
 
 
 # What a check of availability says when it is true: its backend is present. The
@@ -470,7 +470,7 @@ def moving_flags(nodes: Iterable[cst.CSTNode]) -> frozenset[str]:
         if type(node) not in (cst.If, cst.IfExp):
             continue
         roots = set()
-        for test in _conjuncts(node.test):  # `args.cuda and torch.cuda.is_available()`: each part
+        for test in conjuncts(node.test):  # `args.cuda and torch.cuda.is_available()`: each part
             name, _ = _flag_name(test)
             if name is not None and (_CUDA_FLAG.fullmatch(name) or _NEGATIVE_CUDA_FLAG.fullmatch(name)):
                 roots.add(_flag_root(name))
@@ -481,9 +481,10 @@ def moving_flags(nodes: Iterable[cst.CSTNode]) -> frozenset[str]:
     return frozenset(found)
 
 
-def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+def conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """`a`, `b` of `a and b`."""
     if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
-        return [*_conjuncts(test.left), *_conjuncts(test.right)]
+        return [*conjuncts(test.left), *conjuncts(test.right)]
     return [test]
 
 
@@ -526,7 +527,7 @@ def _gpu_chosen(test: cst.Comparison) -> bool | None:
     operator = type(target.operator)
     if _GPU_COUNT.fullmatch(setting) and setting != "world_size":
         # `opt.num_gpus > 0`, `n_gpu >= 1`: some GPU; `n_gpu == 0`: none
-        number = _literal_number(target.comparator)
+        number = signed_int_value(target.comparator)
         if number is None:
             return None
         if (operator is cst.GreaterThan and number == 0) or (operator is cst.GreaterThanEqual and number == 1):
@@ -544,7 +545,7 @@ def _gpu_chosen(test: cst.Comparison) -> bool | None:
         if operator not in (cst.Equal, cst.NotEqual) or kind not in ("cpu", "cuda"):
             return None
         return (kind == "cuda") == (operator is cst.Equal)
-    number = _literal_number(target.comparator)
+    number = signed_int_value(target.comparator)
     if number is None:
         return None
     if operator is cst.Equal:
@@ -557,15 +558,6 @@ def _gpu_chosen(test: cst.Comparison) -> bool | None:
         return True if number == -1 else None
     if operator is cst.LessThan:
         return False if number == 0 else None
-    return None
-
-
-def _literal_number(node: cst.BaseExpression) -> int | None:
-    """`0`, `-1`."""
-    if type(node) is cst.Integer:
-        return int(node.value)
-    if type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus and type(node.expression) is cst.Integer:
-        return -int(node.expression.value)
     return None
 
 

@@ -51,6 +51,7 @@ from devlint.analysis.tree import (
     is_expression,
     keyword_arg,
     positional_args,
+    signed_int_value,
     statements,
     string_value,
 )
@@ -128,12 +129,16 @@ class State:
         for stale in [k for k in self.dotted if k.startswith(prefixes)]:
             self.discard(stale)
 
-    def forget_entries(self, name: str) -> None:
+    def forget_entries(self, name: str, only: str | None = None) -> None:
         """`name` may have been changed through another path (`batch.update(...)`, handed
-        to a call, `batch[k] = ...`): what was known of its entries no longer holds."""
+        to a call, `batch[k] = ...`): what was known of its entries (or of the entry
+        `only`) no longer holds."""
         prefix = name + "["
-        for stale in [k for k in self.dotted if k[-1] == "]" and k.startswith(prefix)] if self.entries else ():
-            self.discard(stale)
+        if only is not None:
+            self.discard(only)
+        elif self.entries:
+            for stale in [k for k in self.dotted if k[-1] == "]" and k.startswith(prefix)]:
+                self.discard(stale)
         held = self.env.get(name)
         if held is not None and held.entries is not None:
             self.set(name, replace(held, entries=None))
@@ -245,8 +250,6 @@ class ScopeEvaluator(TorchCalls):
         self.tests: list[cst.BaseExpression] = []  # the tests of the `if` statements around
         # names bound to a wrapped iteration (`pbar = tqdm(enumerate(loader))`), by name
         self.wrapped_iterables: dict[str, cst.Call] = {}
-        self._dict_aliases: set[str] = set()  # names that hold one dict under two names (`b = batch`)
-        self._loop_nodes: list[cst.CSTNode] = []  # the loops around the statement, innermost last
         self._aliased_names: frozenset[str] | None = None  # see `_held_elsewhere`
         self._loop_assigned: dict[int, frozenset[str]] = {}  # see `_varies_per_pass`
         self.summarised: set[int] = set()  # calls of functions of this file with a summary
@@ -259,7 +262,7 @@ class ScopeEvaluator(TorchCalls):
             self.locals = frozenset()
             self.outer = frozenset()
         self.shadowed = self.locals | self.outer
-        self._loops: list[tuple[list[State], list[State]]] = []
+        self._loops: list[tuple[list[State], list[State], cst.CSTNode]] = []  # (breaks, continues, the loop)
         self._trying = 0  # `try` statements around the walk
         self.module_sources: dict[str, cst.BaseExpression] = {}  # a module body's names: their last value
         if type(scope) is cst.FunctionDef:
@@ -521,9 +524,8 @@ class ScopeEvaluator(TorchCalls):
                 and value.kind is not Kind.TENSOR
                 and value.kind is not Kind.MODULE
             ):
-                # `b = batch`: one dict under two names, changed through either
-                self._dict_aliases.add(node.value.value)
-                self._dict_aliases.update(t.target.value for t in node.targets if type(t.target) is cst.Name)
+                # `b = batch`: one dict under two names, changed through either (both are
+                # left out of entry tracking, see `_held_elsewhere`)
                 state.forget_entries(node.value.value)
                 if value.entries is not None:
                     value = replace(value, entries=None)
@@ -722,15 +724,15 @@ class ScopeEvaluator(TorchCalls):
                     names.add(node.value.value)
                     names.update(t.target.value for t in node.targets if type(t.target) is cst.Name)
             self._aliased_names = frozenset(names)
-        return name in self._aliased_names or name in self._dict_aliases
+        return name in self._aliased_names
 
     def _varies_per_pass(self, test: cst.BaseExpression) -> bool:
         """Can `test` change between passes of the loop around the `if` (it reads a name
         the loop assigns: `if boxes.shape[0] == 0:`)? False outside loops."""
-        if not self._loop_nodes:
+        if not self._loops:
             return False
         assigned: set[str] = set()
-        for loop in self._loop_nodes:  # any loop around: the list may outlive the inner one
+        for _, _, loop in self._loops:  # any loop around: the list may outlive the inner one
             names = self._loop_assigned.get(id(loop))
             if names is None:
                 found = set(bound_names(loop.target)) if type(loop) is cst.For else set()
@@ -899,13 +901,9 @@ class ScopeEvaluator(TorchCalls):
         head = entry
         exits: list[State] = []
         for attempt in range(_MAX_LOOP_PASSES + 1):
-            self._loops.append(([], []))
-            self._loop_nodes.append(node)
-            try:
-                end = self.block(body, prepare(head.copy()))
-            finally:
-                self._loop_nodes.pop()
-            breaks, continues = self._loops.pop()
+            self._loops.append(([], [], node))
+            end = self.block(body, prepare(head.copy()))
+            breaks, continues, _ = self._loops.pop()
             back = self.join_all([end, *continues])
             new_head = self.join_states(entry, back) or entry
             exits = breaks
@@ -1181,10 +1179,7 @@ class ScopeEvaluator(TorchCalls):
                 state.set(entry, value)
                 self.result.values[id(target)] = value
             elif entry is not None:
-                state.discard(entry)
-                held = state.env.get(target.value.value)
-                if held is not None and held.entries is not None:
-                    state.set(target.value.value, replace(held, entries=None))
+                state.forget_entries(target.value.value, only=entry)  # a model, or nothing followed
             elif type(target.value) is cst.Name:
                 state.forget_entries(target.value.value)  # `batch[k] = ...`: any entry
             return
@@ -1784,7 +1779,7 @@ class ScopeEvaluator(TorchCalls):
                 found = replace(found, element=True)  # `preds[i]` with a number: maybe 0-dim
             return found
         if value.elements is not None and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:
-            position = _literal_int(node.slice[0].slice.value)
+            position = signed_int_value(node.slice[0].slice.value)
             if position is not None and -len(value.elements) <= position < len(value.elements):
                 return value.elements[position]  # `hidden[0]` of `return h, c`
         return UNKNOWN
@@ -1936,17 +1931,6 @@ def _names_a_loader(expr: cst.BaseExpression) -> bool:
         return name is not None and name.rsplit(".", 1)[-1].lower().endswith("loaders")
     name = dotted_name(expr)
     return name is not None and name.rsplit(".", 1)[-1].lower().endswith("loader")
-
-
-def _literal_int(node: cst.BaseExpression) -> int | None:
-    """The value of `3` or `-1`, else None."""
-    negative = type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus
-    if negative:
-        node = node.expression
-    if type(node) is cst.Integer:
-        value = int(node.evaluated_value)
-        return -value if negative else value
-    return None
 
 
 _DISPATCH: dict[type, object] = {}

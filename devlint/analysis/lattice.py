@@ -145,7 +145,7 @@ class AbstractValue:
     # device); DISTRIBUTION for a `torch.distributions` object, whose samples are where its
     # parameters are
     transform: str = ""
-    # a dict built from a literal with string keys: the values of its tensors and models by
+    # a dict built from a literal with string keys: the values of its tensors (not models) by
     # key (`return {"gt_positive": x[mask]}`, read as `result["gt_positive"]`)
     entries: tuple[tuple[str, AbstractValue], ...] | None = None
     # the items of a list built empty here: a tensor on the CPU and one on an accelerator

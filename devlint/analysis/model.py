@@ -43,7 +43,7 @@ from devlint.analysis.tree import (
 )
 from devlint.analysis.calls import is_true_arg
 from devlint.analysis.context import FileContext
-from devlint.analysis.guards import Implication
+from devlint.analysis.guards import Implication, accelerator_type
 from devlint.analysis.contexts import ENTRY_POINTS, CallContext, CallContexts, CallRecord, matters, self_name
 from devlint.analysis.interpreter import ScopeEvaluator, ScopeResult, State, evident_modules
 from devlint.analysis.relevance import (
@@ -85,7 +85,6 @@ class CallRerun:
 _RERUN_DEPTH = 3
 
 
-_OTHER_ACCELERATORS = frozenset(t for t in T.ACCELERATOR_TYPES if t != "cuda")
 _OTHER_ACCELERATOR_MODULES = ("torch.backends.mps", "torch.mps", "torch.xpu", "torch.accelerator", "torch.npu")
 
 
@@ -109,7 +108,6 @@ class FileModel(RelevanceGate, CallContexts):
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         self._other_accelerators: bool | None = None
-        self._attributes_set: frozenset[str] | None = None  # see `sets_attribute`
         self.imports = ctx.imports
         self._started = time.process_time()
         self.exhausted = False  # the budget ran out: some scopes were left unknown
@@ -949,17 +947,6 @@ class FileModel(RelevanceGate, CallContexts):
             return None
         return replace(value, how=f"{value.how}, left by `__init__` for the first call" if value.how else value.how)
 
-    def sets_attribute(self, attr: str) -> bool:
-        """Does the file assign `<something>.<attr>` anywhere (`ds.tensors = ...`)?"""
-        found = self._attributes_set
-        if found is None:
-            found = self._attributes_set = frozenset(
-                node.target.attr.value
-                for node in self.ctx.tree.nodes
-                if type(node) is cst.AssignTarget and type(node.target) is cst.Attribute
-            )
-        return attr in found
-
     def names_other_accelerators(self) -> bool:
         """Does the file name an accelerator other than CUDA (`"mps"`, `torch.backends.mps`,
         `torch.accelerator`)? Then a tensor that is not on CUDA (`x.is_cuda` false) may
@@ -970,7 +957,7 @@ class FileModel(RelevanceGate, CallContexts):
                 node_type = type(node)
                 if node_type is cst.SimpleString:
                     text = string_value(node)
-                    found = text is not None and text.split(":", 1)[0] in _OTHER_ACCELERATORS
+                    found = text is not None and accelerator_type(text) not in (None, "cuda")
                 elif node_type is cst.Attribute:
                     qualified = self.ctx.qualify(node) or ""
                     found = qualified.startswith(_OTHER_ACCELERATOR_MODULES)

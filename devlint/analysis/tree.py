@@ -379,6 +379,13 @@ def int_value(node: cst.CSTNode) -> int | None:
     return None
 
 
+def signed_int_value(node: cst.CSTNode) -> int | None:
+    """The value of `3` or `-1`, else None."""
+    negative = type(node) is cst.UnaryOperation and type(node.operator) is cst.Minus
+    value = int_value(node.expression if negative else node)
+    return -value if negative and value is not None else value
+
+
 def parameter_named(function: cst.FunctionDef | cst.Lambda, name: str) -> cst.Param | None:
     """The parameter `name` of `function` (positional or keyword; not `*args`), or None."""
     params = function.params

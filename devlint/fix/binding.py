@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from devlint.analysis import device_tables
-from devlint.analysis.guards import EVERYTHING, cuda_flag_branch
+from devlint.analysis.guards import EVERYTHING, conjuncts, cuda_flag_branch
 from devlint.analysis.lattice import AbstractValue, Device, Kind, Operand
 from devlint.analysis.literals import is_device_attribute
 from devlint.analysis.tree import bound_names, dotted_name, parameter_named, statements, string_value
@@ -382,7 +382,7 @@ class BindingService:
         if self._module_state == "exists":
             if not self.ctx.functions() and not self._defined_before_current(self._module_name):
                 return None  # module-level code running before the binding exists
-            if self.ctx.functions() and self._last_module_assignment(self._module_name) is None:
+            if self.ctx.functions() and self._last_module_binding(self._module_name) is None:
                 # bound only inside a block (`if __name__ == "__main__":`): a function may
                 # run where it never is (a DataLoader worker imports the module anew)
                 return None
@@ -476,7 +476,7 @@ class BindingService:
                 choice = f'"cpu" if {test.value} else "cuda"'
             else:
                 continue
-            after = self._last_module_assignment(test.value)
+            after = self._last_module_binding(test.value)
             if after is not None:
                 return f"torch.device({choice})", after
         return None
@@ -484,7 +484,7 @@ class BindingService:
     def _portable_binding(self) -> bool:
         """Is the module-level binding the portable expression a fix writes (not a device
         the user chose, which may follow the flag)?"""
-        statement = self._last_module_assignment(self._module_name or "")
+        statement = self._last_module_binding(self._module_name or "")
         if statement is None:
             return False
         value = statement.body[0].value if type(statement.body[0]) is cst.Assign else None
@@ -506,7 +506,7 @@ class BindingService:
         for node in ctx.tree.nodes:
             if type(node) is not cst.If and type(node) is not cst.IfExp:
                 continue
-            for conjunct in _conjuncts(node.test):
+            for conjunct in conjuncts(node.test):
                 branch = cuda_flag_branch(conjunct, ctx.moving_flags())
                 if branch is None:
                     continue
@@ -526,9 +526,9 @@ class BindingService:
         it (`torch.device("cuda" if opt.cuda else "cpu")`), after the last top-level
         statement binding what the test reads."""
         test = decision.test
-        conjuncts = _conjuncts(test)
-        flagged = [cuda_flag_branch(c, self.ctx.moving_flags()) for c in conjuncts]
-        branch = flagged[0] if len(conjuncts) == 1 else "body" if "body" in flagged else None
+        parts = conjuncts(test)
+        flagged = [cuda_flag_branch(c, self.ctx.moving_flags()) for c in parts]
+        branch = flagged[0] if len(parts) == 1 else "body" if "body" in flagged else None
         if branch is None or not self._places_on_cuda(decision if branch == "body" else None):
             return None
         nodes = self.ctx.tree.walk(decision.test)
@@ -553,7 +553,7 @@ class BindingService:
         code = self.ctx.module.code_for_node(test)
         if branch == "orelse":
             code = f"not {code}" if dotted_name(test) is not None else f"not ({code})"
-        if not any("cuda" in self.ctx.guards.implication(c).when_true for c in conjuncts):
+        if not any("cuda" in self.ctx.guards.implication(c).when_true for c in parts):
             # the flag alone says nothing of the machine: CUDA where it is set and present
             code = f"{code} and {torch}.cuda.is_available()"
         return f'{torch}.device("cuda" if {code} else "cpu")', after
@@ -606,17 +606,6 @@ class BindingService:
             ):
                 return True
         return False
-
-    def _last_module_assignment(self, name: str) -> cst.CSTNode | None:
-        found = None
-        for stmt in self.ctx.module.body:
-            if type(stmt) is cst.SimpleStatementLine and any(
-                type(small) is cst.Assign
-                and any(type(t.target) is cst.Name and t.target.value == name for t in small.targets)
-                for small in stmt.body
-            ):
-                found = stmt
-        return found
 
     def _find_module_binding(self) -> tuple[str, str]:
         """(name, "exists" | "create"): reuse a module-level device (the binding's name, or
@@ -773,13 +762,6 @@ def _moves(nodes) -> bool:
     return any(
         type(n) is cst.Call and type(n.func) is cst.Attribute and n.func.attr.value in ("cuda", "to") for n in nodes
     )
-
-
-def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """`a`, `b` of `a and b`."""
-    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
-        return [*_conjuncts(test.left), *_conjuncts(test.right)]
-    return [test]
 
 
 def _torch_name(alias: cst.ImportAlias) -> str | None:

@@ -419,17 +419,13 @@ def _left_none(model, function: cst.FunctionDef, name: str, seen: frozenset[int]
         ]
     if not calls:
         return False
+    keyword_only = param in function.params.kwonly_params
     for caller, call, bound in calls:
         if any(a.star for a in call.args):
             return False
-        positional = call_parameters(function, bound)
-        passed = None
-        for index, arg in enumerate(call.args):
-            if arg.keyword is not None:
-                if arg.keyword.value == name:
-                    passed = arg.value
-            elif index < len(positional) and positional[index].name.value == name:
-                passed = arg.value
+        position = None if keyword_only else call_parameters(function, bound).index(param)
+        given = argument_for(call, name, position)
+        passed = given.value if given is not None else None
         if passed is None or (type(passed) is cst.Name and passed.value == "None"):
             continue
         if type(passed) is not cst.Name or caller is None:
